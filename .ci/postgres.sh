@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Throwaway PostgreSQL for tests and benchmarks: fresh cluster, trust auth, loopback only.
+# Usage: .ci/postgres.sh start|stop|status
+#   start prints the SQLAlchemy URL, e.g. postgresql+psycopg://postgres@127.0.0.1:55432/irlens_test
+# Env: PG_PORT (55432), PG_DIR (/tmp/irlens-pg), PG_DB (irlens_test)
+set -euo pipefail
+PG_PORT=${PG_PORT:-55432}
+PG_DIR=${PG_DIR:-/tmp/irlens-pg}
+PG_DB=${PG_DB:-irlens_test}
+BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)  # Debian keeps initdb/pg_ctl off PATH
+
+# The server refuses to run as root, so drop to the postgres user when we are root.
+# cd /: the clone may sit in a directory the postgres user cannot enter (e.g. /root).
+as_pg() { if [ "$(id -u)" = 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi; }
+
+case "${1:-}" in
+  start)
+    if [ -f "$PG_DIR/data/postmaster.pid" ]; then "$0" stop; fi
+    rm -rf "$PG_DIR"; mkdir -p "$PG_DIR"
+    [ "$(id -u)" = 0 ] && chown postgres: "$PG_DIR"
+    as_pg "$BIN/initdb" -D "$PG_DIR/data" -U postgres -A trust -E UTF8 --no-locale >"$PG_DIR/initdb.log"
+    # fsync off: the data is disposable and tests run much faster.
+    as_pg "$BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 start \
+      -o "-h 127.0.0.1 -p $PG_PORT -k $PG_DIR -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+      >/dev/null || { cat "$PG_DIR/server.log" >&2; exit 1; }
+    as_pg "$BIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U postgres "$PG_DB"
+    echo "postgresql+psycopg://postgres@127.0.0.1:$PG_PORT/$PG_DB"
+    ;;
+  stop)
+    if [ -f "$PG_DIR/data/postmaster.pid" ]; then
+      as_pg "$BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null
+    fi
+    rm -rf "$PG_DIR"
+    ;;
+  status)
+    as_pg "$BIN/pg_isready" -h 127.0.0.1 -p "$PG_PORT"
+    ;;
+  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+esac

@@ -1,0 +1,373 @@
+"""Ingest: inputs → parsers → one transaction of rows and blobs.
+
+Every uploaded file is accounted for in `inputs`; every dump is kept (damaged ones apart, as
+problems with their text); every non-IR log line is kept as the log's text. A failure rolls the
+whole run back, so a killed or failed ingest leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import secrets
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+import zstandard
+from sqlalchemy import insert
+from sqlalchemy.orm import Session
+
+from app.blobs import BlobWriter, sha256
+from app.linking import CacheFolder, attach_timings, link_caches, resolve_diagnostics
+from app.models import (
+    Artifact,
+    Compilation,
+    Diagnostic,
+    InputRecord,
+    Problem,
+    Run,
+    Snapshot,
+    Source,
+    Timing,
+)
+from parsers import cache, registry
+from parsers.compilations import CompilationGrouper, CompilationRecord
+from parsers.diagnostics import Diagnostic as ParsedDiagnostic
+from parsers.diagnostics import LogLines, parse_gap
+from parsers.log import scan_log
+from parsers.records import Dump, GapBlock, UnknownBanner
+from parsers.sources import InputFile, Limits, SourceWalker
+from parsers.timing import TimingReport
+
+HEAD_BYTES = 8192
+MAX_SMALL_FILE = 512 << 20  # a single stage file or source larger than this is not read whole
+Progress = Callable[[str, int], None]
+
+
+class IngestError(Exception):
+    """Bad input as a whole (empty upload, limits exceeded): shown to the user as is."""
+
+
+def new_run_id() -> str:
+    return secrets.token_hex(16)
+
+
+class _PrefixedStream(io.RawIOBase):
+    """A stream whose first bytes were already read for sniffing; reads them again first."""
+
+    def __init__(self, head: bytes, rest: BinaryIO, on_read: Callable[[int], None]) -> None:
+        self.head, self.rest, self.on_read = head, rest, on_read
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if self.head:
+            if size < 0 or size >= len(self.head):
+                data, self.head = self.head, b""
+                if size < 0:
+                    data += self.rest.read()
+                else:
+                    data += self.rest.read(size - len(data)) if size > len(data) else b""
+            else:
+                data, self.head = self.head[:size], self.head[size:]
+        else:
+            data = self.rest.read(size)
+        self.on_read(len(data))
+        return data
+
+    def readinto(self, buffer) -> int:  # noqa: ANN001
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+@dataclass
+class LogResult:
+    """What one log file produced."""
+
+    name: str
+    grouper: CompilationGrouper = field(default_factory=CompilationGrouper)
+    diagnostics: list[tuple[ParsedDiagnostic, int]] = field(default_factory=list)  # (diag, compilations before it)
+    timings: list[tuple[TimingReport, CompilationRecord | None]] = field(default_factory=list)
+
+
+class _LogText:
+    """A log's non-IR lines, hashed and compressed as they stream by."""
+
+    def __init__(self) -> None:
+        self.digest = hashlib.sha256()
+        self.compressor = zstandard.ZstdCompressor(level=3).compressobj()
+        self.parts: list[bytes] = []
+        self.size = 0
+
+    def add(self, text: str) -> None:
+        data = text.encode("utf-8")
+        self.digest.update(data)
+        self.size += len(data)
+        self.parts.append(self.compressor.compress(data))
+
+    def finish(self) -> tuple[str, int, bytes]:
+        self.parts.append(self.compressor.flush())
+        return self.digest.hexdigest(), self.size, b"".join(self.parts)
+
+
+class Ingest:
+    def __init__(
+        self,
+        session: Session,
+        *,
+        title: str = "",
+        owner: str | None = None,
+        tags: Iterable[str] = (),
+        limits: Limits | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.session = session
+        self.blobs = BlobWriter(session)
+        self.run = Run(id=new_run_id(), title=title, owner=owner, tags=list(tags))
+        self.limits = limits or Limits()
+        self.progress = progress or (lambda name, count: None)
+        self.logs: list[LogResult] = []
+        self.folders: dict[str, CacheFolder] = {}
+        self.sources: dict[str, str] = {}  # path -> text, for loc matching and diagnostics
+        self.inputs: list[dict] = []
+        self.source_rows: list[dict] = []
+        self.problems: list[dict] = []
+        self.bytes_read = 0
+
+    # -- entry point -----------------------------------------------------------
+    def ingest(self, inputs: Iterable) -> Run:
+        self.session.add(self.run)
+        self.session.flush()
+        walker = SourceWalker(self.limits)
+        try:
+            for input_file in walker.walk(inputs):
+                self._ingest_file(input_file)
+        except Exception as error:
+            if type(error).__name__ == "InputLimitExceeded":
+                raise IngestError(str(error)) from error
+            raise
+        for skipped in walker.skipped:
+            self._problem("skipped", f"skipped: {skipped.reason}", path=skipped.path)
+            self.inputs.append({"path": skipped.path, "size": None, "role": "skipped", "note": skipped.reason})
+        if not self.inputs:
+            raise IngestError("the upload is empty: no files were found in it")
+        if all(record["size"] == 0 for record in self.inputs if record["role"] != "skipped"):
+            raise IngestError("the upload is empty: every file in it has zero bytes")
+        self._write()
+        return self.run
+
+    # -- per file ----------------------------------------------------------------
+    def _ingest_file(self, input_file: InputFile) -> None:
+        with input_file.open() as raw:
+            head = raw.read(HEAD_BYTES)
+            stream = _PrefixedStream(head, raw, self._count)
+            input_format = registry.classify(input_file.path, head)
+            role = input_format.role
+            record = {"path": input_file.path, "size": input_file.size, "role": role, "note": None}
+            self.inputs.append(record)
+            if not head:
+                record["size"] = 0
+                record["note"] = "empty file"
+                self._problem("warning", "empty file", path=input_file.path)
+                return
+            if role == "log":
+                record["log_blob"], record["size"] = self._ingest_log(input_file.path, stream)
+            elif role.startswith("cache-"):
+                record["role"], record["size"] = self._ingest_cache_file(input_file.path, role, stream)
+            elif role == "source":
+                data = self._read_small(stream, input_file.path)
+                record["size"] = len(data)
+                digest = self.blobs.put(data)
+                self.sources[input_file.path] = data.decode("utf-8", "replace")
+                self.source_rows.append({"run_id": self.run.id, "path": input_file.path, "blob": digest})
+            elif role == "binary":
+                size, digest = self._drain(stream)
+                record.update(size=size, note=f"binary data, not a log or a Triton file (sha256 {digest[:12]})")
+                self._problem("skipped", "not a text log or a Triton file: binary data", path=input_file.path)
+            else:
+                record["size"], _ = self._drain(stream)
+                record["note"] = input_format.description
+
+    def _count(self, count: int) -> None:
+        self.bytes_read += count
+        self.progress("", self.bytes_read)
+
+    def _read_small(self, stream: BinaryIO, path: str) -> bytes:
+        data = stream.read(MAX_SMALL_FILE + 1)
+        if len(data) > MAX_SMALL_FILE:
+            raise IngestError(f"{path} is larger than {MAX_SMALL_FILE >> 20} MB")
+        return data
+
+    @staticmethod
+    def _drain(stream: BinaryIO) -> tuple[int, str]:
+        digest, size = hashlib.sha256(), 0
+        while block := stream.read(1 << 20):
+            digest.update(block)
+            size += len(block)
+        return size, digest.hexdigest()
+
+    def _ingest_cache_file(self, path: str, role: str, stream: BinaryIO) -> tuple[str, int]:
+        folder = self.folders.setdefault(cache.folder_of(path), CacheFolder(cache.folder_of(path)))
+        if role == "cache-binary":
+            size, digest = self._drain(stream)
+            folder.add(path.rsplit(".", 1)[-1], path, size, digest, None, None)
+            return role, size
+        data = self._read_small(stream, path)
+        digest = sha256(data)
+        if role == "cache-metadata":
+            metadata = cache.parse_metadata(data)
+            if metadata is None:
+                self._problem("warning", "a .json file that is not Triton kernel metadata", path=path)
+            folder.metadata = metadata or folder.metadata
+            kind = "json"
+        elif role == "cache-group":
+            kind = "grp"
+        else:
+            kind = cache.stage_of(path) or "text"
+        blob = self.blobs.put(data, digest)
+        match = sha256(data.rstrip(b"\r\n")) if kind in ("ttir", "ttgir", "glir", "source") else None
+        folder.add(kind, path, len(data), digest, blob, match)
+        return role, len(data)
+
+    def _ingest_log(self, path: str, stream: BinaryIO) -> tuple[str | None, int]:
+        result = LogResult(path)
+        text = _LogText()
+        start = self.bytes_read
+        replaced = 0
+        for record in scan_log(stream):
+            if isinstance(record, Dump):
+                self._add_dump(result, record, path)
+            elif isinstance(record, GapBlock):
+                text.add("".join(line + "\n" for _, line in record.lines))
+                for parsed in parse_gap(record.lines):
+                    self._add_gap_record(result, parsed)
+                replaced += sum(1 for _, line in record.lines if "\ufffd" in line)
+            elif isinstance(record, UnknownBanner):
+                self._problem("warning", "a dump banner irlens cannot parse; kept as log text",
+                              path=path, line=record.line, header=record.text)
+        if replaced:
+            self._problem("warning", f"{replaced} log lines hold bytes that are not UTF-8 (shown as \ufffd)", path=path)
+        self.logs.append(result)
+        digest, size, compressed = text.finish()
+        blob = self.blobs.put_compressed(digest, size, compressed) if size else None
+        return blob, self.bytes_read - start
+
+    def _add_dump(self, result: LogResult, dump: Dump, path: str) -> None:
+        digest = self.blobs.put(dump.body)
+        if dump.damage:
+            self.run.damaged += 1
+            self._problem("damaged-dump", dump.damage, path=path, line=dump.line, header=dump.header.raw, blob=digest)
+            if dump.truncated:
+                result.grouper.mark_truncated("the log ends inside its last dump")
+            return
+        result.grouper.add(dump, digest)
+
+    def _add_gap_record(self, result: LogResult, parsed) -> None:  # noqa: ANN001
+        if isinstance(parsed, LogLines):
+            return
+        if isinstance(parsed, TimingReport):
+            current = result.grouper.compilations[-1] if result.grouper.compilations else None
+            result.timings.append((parsed, current))
+            return
+        result.diagnostics.append((parsed, len(result.grouper.compilations)))
+
+    def _problem(self, kind: str, message: str, **fields) -> None:  # noqa: ANN003
+        self.problems.append({"kind": kind, "message": message, **fields})
+
+    # -- writing ------------------------------------------------------------------
+    def _write(self) -> None:
+        run = self.run
+        ordered: list[tuple[CompilationRecord, str]] = []
+        diagnostics: list[tuple[ParsedDiagnostic, CompilationRecord | None, str]] = []
+        for log in self.logs:
+            log_compilations, log_diagnostics = resolve_diagnostics(log, self.sources)
+            ordered.extend((compilation, log.name) for compilation in log_compilations)
+            diagnostics.extend((diag, owner, log.name) for diag, owner in log_diagnostics)
+        links, cache_only = link_caches([c for c, _ in ordered], self.folders)
+        ordered.extend((compilation, None) for compilation in cache_only)
+        timings = attach_timings(self.logs, [c for c, _ in ordered], cache_only, self._problem)
+
+        rows: dict[int, Compilation] = {}
+        for ordinal, (record, log_name) in enumerate(ordered, start=1):
+            folder = links.get(id(record))
+            metadata = folder.metadata if folder else None
+            reports = timings.get(id(record), [])
+            row = Compilation(
+                run_id=run.id,
+                ordinal=ordinal,
+                kernel=record.kernel or (metadata.name if metadata else None),
+                origin="log" if record.snapshots else ("cache" if folder else "diagnostic"),
+                log_name=log_name,
+                first_line=record.first_line or None,
+                target=record.target or (metadata.target if metadata else None),
+                triton_version=metadata.triton_version if metadata else None,
+                status=record.status,
+                status_reason=record.status_reason,
+                num_warps=metadata.num_warps if metadata else None,
+                num_stages=metadata.num_stages if metadata else None,
+                num_ctas=metadata.num_ctas if metadata else None,
+                shared=metadata.shared if metadata else None,
+                cache_key=folder.path if folder else None,
+                cache_match=folder.matched_by if folder else None,
+                compile_seconds=round(sum(report.total for report in reports), 6) if reports else None,
+                counts={kind: record.count(kind) for kind in ("mlir", "internal", "llvm")},
+                changed=record.changed_count,
+                metadata_json=metadata.raw if metadata else None,
+            )
+            self.session.add(row)
+            rows[id(record)] = row
+        self.blobs.flush()
+        self.session.flush()
+
+        snapshot_rows, artifact_rows, timing_rows = [], [], []
+        for record, _ in ordered:
+            row = rows[id(record)]
+            for snapshot in record.snapshots:
+                header = snapshot.header
+                snapshot_rows.append(
+                    dict(
+                        compilation_pk=row.pk, index=snapshot.index, kind=header.kind, when=header.when,
+                        pass_name=header.pass_name, pass_arg=header.pass_arg, pass_options=header.pass_options,
+                        scope=header.scope, failed=header.failed, stage=snapshot.stage, changed=snapshot.changed,
+                        line=snapshot.line, size=snapshot.size, line_count=snapshot.line_count,
+                        blob=snapshot.blob, header=header.raw,
+                    )
+                )
+            for folder in links.get_all(id(record)):
+                for artifact in folder.files:
+                    artifact_rows.append(dict(compilation_pk=row.pk, **artifact))
+            for report_index, report in enumerate(timings.get(id(record), [])):
+                for entry in report.entries:
+                    timing_rows.append(
+                        dict(compilation_pk=row.pk, report=report_index, name=entry.name, depth=entry.depth,
+                             wall=entry.wall, percent=entry.percent, analysis=entry.analysis)
+                    )
+        batches = ((Snapshot, snapshot_rows), (Artifact, artifact_rows), (Timing, timing_rows), (Source, self.source_rows))
+        for model, batch in batches:
+            if batch:
+                self.session.execute(insert(model), batch)
+
+        for diag, owner, log_name in diagnostics:
+            self.session.add(
+                Diagnostic(
+                    run_id=run.id, compilation_pk=rows[id(owner)].pk if owner is not None else None,
+                    kind=diag.kind, severity=diag.severity, message=diag.message, file=diag.file,
+                    line=diag.line, col=diag.col, text=diag.text, log_name=log_name, log_line=diag.first_line,
+                )
+            )
+        for problem in self.problems:
+            self.session.add(Problem(run_id=run.id, **problem))
+        for record in self.inputs:
+            self.session.add(InputRecord(run_id=run.id, **record))
+        run.input_bytes = self.bytes_read
+        self.blobs.flush()
+        run.stats = {
+            "new_blobs": self.blobs.new_blobs,
+            "stored_bytes": self.blobs.stored_bytes,
+            "files": len(self.inputs),
+        }
+        self.session.flush()
+

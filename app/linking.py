@@ -1,0 +1,218 @@
+"""Tie the pieces of an upload together once all of it has been read.
+
+- cache and kernel-dump folders to the compilations whose dumps they match (by the cached .ttgir's
+  hash among the compilation's snapshots, then .ttir, then an unambiguous kernel name);
+- error diagnostics to the compilation they belong to, or to a new `failed` compilation when their
+  source line lies inside a kernel's function in an uploaded source;
+- timing reports to the compilation that printed them.
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from parsers.cache import KernelMetadata
+from parsers.compilations import CompilationRecord
+from parsers.diagnostics import Diagnostic
+from parsers.loc import match_source
+from parsers.timing import TimingReport
+
+if TYPE_CHECKING:
+    from app.ingest import LogResult
+
+_STARTS = ("Inliner", "InlinerPass", "GluonInline")
+
+
+@dataclass
+class CacheFolder:
+    path: str
+    metadata: KernelMetadata | None = None
+    files: list[dict] = field(default_factory=list)  # Artifact row fields
+    match_hashes: dict[str, str] = field(default_factory=dict)  # stage -> hash of its stripped text
+    matched_by: str | None = None
+
+    def add(self, kind: str, path: str, size: int, sha: str, blob: str | None, match: str | None) -> None:
+        self.files.append({"kind": kind, "path": path, "size": size, "sha256": sha, "blob": blob})
+        if match:
+            self.match_hashes[kind] = match
+
+    @property
+    def kernel(self) -> str | None:
+        if self.metadata and self.metadata.name:
+            return self.metadata.name
+        for artifact in self.files:
+            if artifact["kind"] not in ("grp", "json"):
+                return posixpath.basename(artifact["path"]).rsplit(".", 1)[0]
+        return None
+
+
+class Links(dict):
+    """id(compilation) -> its primary folder (for metadata); `extra` holds further folders."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.extra: dict[int, list[CacheFolder]] = {}
+
+    def add(self, compilation: CompilationRecord, folder: CacheFolder) -> None:
+        if id(compilation) in self:
+            self.extra.setdefault(id(compilation), []).append(folder)
+        else:
+            self[id(compilation)] = folder
+
+    def get_all(self, key: int) -> list[CacheFolder]:
+        return ([self[key]] if key in self else []) + self.extra.get(key, [])
+
+
+def _snapshot_hashes(compilation: CompilationRecord) -> set[str]:
+    return {snapshot.blob for snapshot in compilation.snapshots}
+
+
+def link_caches(
+    compilations: list[CompilationRecord], folders: dict[str, CacheFolder]
+) -> tuple[Links, list[CompilationRecord]]:
+    links = Links()
+    cache_only: list[CompilationRecord] = []
+    hashes = {id(c): _snapshot_hashes(c) for c in compilations}
+    # Cache folders (with metadata) first: they carry the metadata a compilation shows.
+    ordered = sorted(folders.values(), key=lambda folder: folder.metadata is None)
+    by_name: dict[str | None, int] = {}
+    for folder in ordered:
+        if folder.metadata is not None:
+            by_name[folder.kernel] = by_name.get(folder.kernel, 0) + 1
+    for folder in ordered:
+        if not any(f["kind"] not in ("grp",) for f in folder.files):
+            continue
+        target = _match(folder, compilations, hashes, links, by_name)
+        if target is None and folder.metadata is None:
+            target = _match(folder, cache_only, {id(c): _folder_hashes(links, c) for c in cache_only}, None, {})
+        if target is None:
+            target = CompilationRecord(folder.kernel, 0)
+            cache_only.append(target)
+            folder.matched_by = None
+        links.add(target, folder)
+    return links, cache_only
+
+
+def _folder_hashes(links: Links, compilation: CompilationRecord) -> set[str]:
+    return {h for folder in links.get_all(id(compilation)) for h in folder.match_hashes.values()}
+
+
+def _match(
+    folder: CacheFolder,
+    candidates: list[CompilationRecord],
+    hashes: dict[int, set[str]],
+    links: Links | None,
+    by_name: dict[str | None, int],
+) -> CompilationRecord | None:
+    same_name = [c for c in candidates if c.kernel == folder.kernel]
+    if links is not None and folder.metadata is not None:
+        same_name = [c for c in same_name if id(c) not in links]
+    for stage in ("ttgir", "ttir", "glir", "source"):
+        wanted = folder.match_hashes.get(stage)
+        if wanted is None:
+            continue
+        for compilation in same_name:
+            if wanted in hashes[id(compilation)]:
+                folder.matched_by = stage
+                return compilation
+    # Fall back on the name only when nothing else could be meant.
+    same_name_all = [c for c in candidates if c.kernel == folder.kernel]
+    if links is not None and len(same_name_all) == 1 and len(same_name) == 1 and by_name.get(folder.kernel) == 1:
+        folder.matched_by = "name"
+        return same_name[0]
+    return None
+
+
+# -- diagnostics -------------------------------------------------------------------------
+def _enclosing_function(text: str, line: int) -> str | None:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    best: ast.AST | None = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            end = getattr(node, "end_lineno", None) or node.lineno
+            if node.lineno <= line <= end and (best is None or node.lineno >= best.lineno):
+                best = node
+    return best.name if best is not None else None
+
+
+def kernel_for_location(file: str | None, line: int | None, sources: dict[str, str]) -> str | None:
+    if not file or not line:
+        return None
+    path = match_source(file, sources.keys())
+    return _enclosing_function(sources[path], line) if path else None
+
+
+def _fails_after(compilation: CompilationRecord, line: int) -> bool:
+    return any(s.header.failed and s.line > line for s in compilation.snapshots)
+
+
+def resolve_diagnostics(
+    log: LogResult, sources: dict[str, str]
+) -> tuple[list[CompilationRecord], list[tuple[Diagnostic, CompilationRecord | None]]]:
+    """Return the log's compilations (failed ones from diagnostics inserted in log order)
+    and each diagnostic with the compilation it belongs to (None: the run's own)."""
+    compilations = list(log.grouper.compilations)
+    inserted = 0
+    owned: list[tuple[Diagnostic, CompilationRecord | None]] = []
+    for diag, before in log.diagnostics:
+        position = before + inserted
+        preceding = compilations[position - 1] if position else None
+        kernel = kernel_for_location(diag.file, diag.line, sources)
+        is_error = diag.severity == "error"
+        owner: CompilationRecord | None = None
+        # MLIR prints a failing pass's error, then its "After ... Failed" dump: the error is that
+        # compilation's. An error after a compilation ran to its end belongs to a new one, even of
+        # the same kernel (the same function compiled again with other constants).
+        if preceding is not None and _fails_after(preceding, diag.first_line):
+            owner = preceding
+        elif kernel and is_error:
+            owner = CompilationRecord(kernel, 0, status="failed")
+            compilations.insert(position, owner)
+            inserted += 1
+        elif kernel and preceding is not None and preceding.kernel == kernel:
+            owner = preceding
+        if owner is not None and is_error:
+            owner.status = "failed"
+            owner.status_reason = owner.status_reason or diag.message
+        owned.append((diag, owner))
+    return compilations, owned
+
+
+# -- timing --------------------------------------------------------------------------
+def attach_timings(
+    logs: list[LogResult],
+    compilations: list[CompilationRecord],
+    cache_only: list[CompilationRecord],
+    problem: Callable[..., None],
+) -> dict[int, list[TimingReport]]:
+    """A report follows the dumps of the stage it timed, so it belongs to the latest compilation;
+    reports from compiles without dumps are tied to a compilation only when that is unambiguous."""
+    timings: dict[int, list[TimingReport]] = {}
+    orphan_groups: list[list[TimingReport]] = []
+    for log in logs:
+        for report, current in log.timings:
+            first = report.entries[0].name if report.entries else ""
+            starts = first in _STARTS
+            if current is not None and not (starts and timings.get(id(current))):
+                timings.setdefault(id(current), []).append(report)
+            elif starts or not orphan_groups:
+                orphan_groups.append([report])
+            else:
+                orphan_groups[-1].append(report)
+    untimed = [c for c in cache_only if id(c) not in timings]
+    if len(orphan_groups) == 1 and len(untimed) == 1:
+        timings[id(untimed[0])] = orphan_groups[0]
+    elif orphan_groups:
+        problem(
+            "warning",
+            f"{sum(len(g) for g in orphan_groups)} timing reports could not be tied to one compilation; "
+            "they stay in the log text",
+        )
+    return timings

@@ -1,0 +1,58 @@
+"""The FastAPI app factory. The engine is built per app, so tests can make one per database."""
+
+from __future__ import annotations
+
+import logging
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+from sqlalchemy import select
+
+from app.db import Database
+from app.models import Run
+from app.settings import Settings
+from app.urls import Urls
+from app.views import meta, runs
+from app.web import STATIC_DIR
+from parsers.sources import Limits
+
+log = logging.getLogger("irlens")
+DEMO_DIR = Path(__file__).resolve().parent / "demo"
+
+
+def load_demo(db: Database, limits: Limits) -> str | None:
+    """Ingest the bundled demo capture into an empty database, so a newcomer sees something."""
+    from app.ingest import Ingest
+
+    bundles = sorted(DEMO_DIR.glob("*.tar.xz"))
+    with db.session() as session:
+        if not bundles or session.scalar(select(Run.id).limit(1)) is not None:
+            return None
+        run = Ingest(session, title="Demo: real Triton captures (NVIDIA sm90, AMD gfx942/gfx1250)",
+                     tags=["demo"], limits=limits).ingest(bundles)
+        session.commit()
+        log.info("loaded the demo run %s", run.id)
+        return run.id
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        if settings.load_demo:
+            load_demo(app.state.db, app.state.limits)
+        yield
+        app.state.db.dispose()
+
+    app = FastAPI(title="irlens", lifespan=lifespan, docs_url="/-/docs", redoc_url=None, openapi_url="/-/openapi.json")
+    app.state.settings = settings
+    app.state.db = Database(settings.database_url)
+    app.state.urls = Urls(settings.base_url)
+    app.state.limits = Limits(max_total_bytes=settings.max_expanded_bytes, max_files=settings.max_files)
+    app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
+    for router in (meta.router, runs.router):
+        app.include_router(router)
+    return app

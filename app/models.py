@@ -1,0 +1,190 @@
+"""Database schema. Texts live in `blobs`, addressed by content hash; rows refer to them by hash."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Blob(Base):
+    """A stored text or binary, zstd-compressed, stored once however many runs refer to it."""
+
+    __tablename__ = "blobs"
+    hash: Mapped[str] = mapped_column(String(64), primary_key=True)  # sha256 of the raw bytes
+    size: Mapped[int] = mapped_column(Integer)
+    codec: Mapped[str] = mapped_column(String(8))  # "zstd" | "none"
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class Run(Base):
+    __tablename__ = "runs"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)  # 128 random bits: the link is the capability
+    title: Mapped[str] = mapped_column(String(300), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    owner: Mapped[str | None] = mapped_column(String(200))
+    tags: Mapped[list] = mapped_column(JSON, default=list)
+    input_bytes: Mapped[int] = mapped_column(Integer, default=0)
+    damaged: Mapped[int] = mapped_column(Integer, default=0)
+    stats: Mapped[dict] = mapped_column(JSON, default=dict)
+    compilations: Mapped[list[Compilation]] = relationship(
+        back_populates="run", order_by="Compilation.ordinal", cascade="all, delete-orphan"
+    )
+
+
+class Compilation(Base):
+    __tablename__ = "compilations"
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    ordinal: Mapped[int] = mapped_column(Integer)  # 1-based, in log order; cache-only ones last
+    kernel: Mapped[str | None] = mapped_column(String(500))
+    origin: Mapped[str] = mapped_column(String(16))  # "log" | "cache" | "diagnostic"
+    log_name: Mapped[str | None] = mapped_column(String(1000))
+    first_line: Mapped[int | None] = mapped_column(Integer)
+    target: Mapped[str | None] = mapped_column(String(100))
+    triton_version: Mapped[str | None] = mapped_column(String(50))
+    status: Mapped[str] = mapped_column(String(16), default="ok")
+    status_reason: Mapped[str | None] = mapped_column(Text)
+    num_warps: Mapped[int | None] = mapped_column(Integer)
+    num_stages: Mapped[int | None] = mapped_column(Integer)
+    num_ctas: Mapped[int | None] = mapped_column(Integer)
+    shared: Mapped[int | None] = mapped_column(Integer)
+    cache_key: Mapped[str | None] = mapped_column(String(1000))  # the cache folder it was linked to
+    cache_match: Mapped[str | None] = mapped_column(String(16))  # "ttgir" | "ttir" | "name"
+    compile_seconds: Mapped[float | None] = mapped_column(Float)
+    counts: Mapped[dict] = mapped_column(JSON, default=dict)  # {"mlir": N, "internal": N, "llvm": N}
+    changed: Mapped[int] = mapped_column(Integer, default=0)
+    metadata_json: Mapped[dict | None] = mapped_column(JSON)
+    run: Mapped[Run] = relationship(back_populates="compilations")
+    snapshots: Mapped[list[Snapshot]] = relationship(order_by="Snapshot.index", cascade="all, delete-orphan")
+    artifacts: Mapped[list[Artifact]] = relationship(order_by="Artifact.pk", cascade="all, delete-orphan")
+    timings: Mapped[list[Timing]] = relationship(order_by="Timing.pk", cascade="all, delete-orphan")
+    __table_args__ = (Index("ix_compilation_run_ordinal", "run_id", "ordinal", unique=True),)
+
+
+class Snapshot(Base):
+    __tablename__ = "snapshots"
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    compilation_pk: Mapped[int] = mapped_column(ForeignKey("compilations.pk", ondelete="CASCADE"))
+    index: Mapped[int] = mapped_column(Integer)  # 0-based within the compilation
+    kind: Mapped[str] = mapped_column(String(16))  # "mlir" | "internal" | "llvm"
+    when: Mapped[str] = mapped_column(String(8))
+    pass_name: Mapped[str] = mapped_column(String(500))
+    pass_arg: Mapped[str | None] = mapped_column(String(500))
+    pass_options: Mapped[str | None] = mapped_column(Text)
+    scope: Mapped[str | None] = mapped_column(Text)
+    failed: Mapped[bool] = mapped_column(Boolean, default=False)
+    stage: Mapped[str] = mapped_column(String(16))
+    changed: Mapped[bool] = mapped_column(Boolean)
+    line: Mapped[int] = mapped_column(Integer)  # banner's line in the log
+    size: Mapped[int] = mapped_column(Integer)
+    line_count: Mapped[int] = mapped_column(Integer)
+    blob: Mapped[str] = mapped_column(ForeignKey("blobs.hash"))
+    header: Mapped[str] = mapped_column(Text)
+    __table_args__ = (Index("ix_snapshot_compilation_index", "compilation_pk", "index", unique=True),)
+
+
+class Artifact(Base):
+    """A file of a cache or kernel-dump folder: a stage text, metadata, or a binary (by size and hash)."""
+
+    __tablename__ = "artifacts"
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    compilation_pk: Mapped[int] = mapped_column(ForeignKey("compilations.pk", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(16))  # "ttir", "ttgir", "ptx", "json", "cubin", ...
+    path: Mapped[str] = mapped_column(String(1000))
+    size: Mapped[int] = mapped_column(Integer)
+    sha256: Mapped[str] = mapped_column(String(64))
+    blob: Mapped[str | None] = mapped_column(ForeignKey("blobs.hash"))  # None for binaries
+
+
+class Timing(Base):
+    __tablename__ = "timings"
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    compilation_pk: Mapped[int] = mapped_column(ForeignKey("compilations.pk", ondelete="CASCADE"), index=True)
+    report: Mapped[int] = mapped_column(Integer)  # which report of the compilation (one per stage)
+    name: Mapped[str] = mapped_column(String(500))
+    depth: Mapped[int] = mapped_column(Integer)
+    wall: Mapped[float] = mapped_column(Float)
+    percent: Mapped[float] = mapped_column(Float)
+    analysis: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class Source(Base):
+    """A Python file from the upload, matched to `loc` paths by path suffix."""
+
+    __tablename__ = "sources"
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    path: Mapped[str] = mapped_column(String(1000))
+    blob: Mapped[str] = mapped_column(ForeignKey("blobs.hash"))
+
+
+class Diagnostic(Base):
+    __tablename__ = "diagnostics"
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    compilation_pk: Mapped[int | None] = mapped_column(ForeignKey("compilations.pk", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(32))
+    severity: Mapped[str] = mapped_column(String(16))
+    message: Mapped[str] = mapped_column(Text)
+    file: Mapped[str | None] = mapped_column(String(1000))
+    line: Mapped[int | None] = mapped_column(Integer)
+    col: Mapped[int | None] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    log_name: Mapped[str | None] = mapped_column(String(1000))
+    log_line: Mapped[int | None] = mapped_column(Integer)
+
+
+class InputRecord(Base):
+    """Every file of the upload and what became of it, so nothing is silently dropped."""
+
+    __tablename__ = "inputs"
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    path: Mapped[str] = mapped_column(String(1000))
+    size: Mapped[int | None] = mapped_column(Integer)
+    role: Mapped[str] = mapped_column(String(32))  # "log", "cache", "kernel-dump", "source", "skipped", ...
+    note: Mapped[str | None] = mapped_column(Text)
+    log_blob: Mapped[str | None] = mapped_column(ForeignKey("blobs.hash"))  # a log's non-IR lines
+
+
+class Problem(Base):
+    """A damaged dump, a skipped input or an ingest warning, shown to the user."""
+
+    __tablename__ = "problems"
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(32))  # "damaged-dump" | "skipped" | "warning"
+    message: Mapped[str] = mapped_column(Text)
+    path: Mapped[str | None] = mapped_column(String(1000))
+    line: Mapped[int | None] = mapped_column(Integer)
+    header: Mapped[str | None] = mapped_column(Text)
+    blob: Mapped[str | None] = mapped_column(ForeignKey("blobs.hash"))  # a damaged dump's text, kept
+
+
+class ApiToken(Base):
+    __tablename__ = "api_tokens"
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

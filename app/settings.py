@@ -1,0 +1,54 @@
+"""All settings in one place. Each field's description feeds the CLI help, /-/settings.json and the README."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="IRLENS_", extra="ignore")
+
+    data_dir: Path = Field(
+        Path("data"), description="Directory for the default SQLite database and temporary upload files."
+    )
+    db_url: str | None = Field(
+        None,
+        description="SQLAlchemy database URL, e.g. postgresql+psycopg://user@host/irlens. "
+        "Default: a SQLite file irlens.db in data_dir.",
+    )
+    base_url: str = Field("", description="URL path prefix when served behind a reverse proxy, e.g. /irlens.")
+    load_demo: bool = Field(
+        True, description="Load the bundled demo capture on start when the database holds no runs."
+    )
+    max_upload_bytes: int = Field(
+        2 << 30, description="Largest upload accepted, in bytes (compressed size as sent)."
+    )
+    max_expanded_bytes: int = Field(
+        8 << 30, description="Most bytes an upload may expand to once archives are unpacked (bomb guard)."
+    )
+    max_files: int = Field(100_000, description="Most files an upload may contain, archives included.")
+    require_token: bool = Field(
+        False, description="Require an API token (Bearer or signed-in session) to upload and delete runs."
+    )
+    require_token_to_read: bool = Field(
+        False, description="Require a token, or a trusted proxy user header, to read anything."
+    )
+    trusted_user_header: str | None = Field(
+        None, description="Header set by a trusted reverse proxy naming the signed-in user, e.g. X-Forwarded-User."
+    )
+    retention_days: int | None = Field(
+        None, description="Delete runs older than this many days (checked hourly). Empty: keep forever."
+    )
+    workers: int = Field(1, description="Number of uvicorn worker processes for `irlens serve`.")
+    secret_key: str | None = Field(
+        None, description="Key for signing session cookies. Default: generated and kept in data_dir."
+    )
+
+    @property
+    def database_url(self) -> str:
+        if self.db_url:
+            return self.db_url
+        return f"sqlite:///{(self.data_dir / 'irlens.db').resolve()}"

@@ -1,0 +1,66 @@
+"""Shared web plumbing: templates, the page/JSON twin responder, dependencies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.responses import JSONResponse
+from fastapi.templating import Jinja2Templates
+from sqlalchemy.orm import Session
+
+from app.urls import Urls
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATES_DIR = ROOT / "templates"
+STATIC_DIR = ROOT / "static"
+templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
+
+
+def get_session(request: Request):
+    with request.app.state.db.session() as session:
+        yield session
+
+
+def get_urls(request: Request) -> Urls:
+    return request.app.state.urls
+
+
+SessionDep = Annotated[Session, Depends(get_session)]
+UrlsDep = Annotated[Urls, Depends(get_urls)]
+
+
+def wants_json(request: Request) -> bool:
+    return request.url.path.endswith(".json")
+
+
+def strip_json(value: str) -> str:
+    return value.removesuffix(".json")
+
+
+def int_param(value: str) -> int:
+    value = strip_json(value)
+    if not value.isdigit():
+        raise HTTPException(404, "not found")
+    return int(value)
+
+
+def respond(request: Request, template: str, data: dict[str, Any], status: int = 200, headers: dict | None = None):
+    """One view, two faces: HTML at the path, JSON at the path + .json."""
+    urls: Urls = request.app.state.urls
+    if wants_json(request):
+        return JSONResponse(data, status_code=status, headers=headers)
+    json_url = urls.json(str(request.url.path)) if request.url.path != "/" else urls.path("/index.json")
+    if request.url.query:
+        json_url += f"?{request.url.query}"
+    response = templates.TemplateResponse(
+        request,
+        template,
+        {"data": data, "urls": urls, "json_url": json_url, "settings": request.app.state.settings},
+        status_code=status,
+        headers=headers,
+    )
+    response.headers["Link"] = f'<{json_url}>; rel="alternate"; type="application/json"'
+    response.headers["Vary"] = "HX-Request"
+    return response

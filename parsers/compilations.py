@@ -1,0 +1,165 @@
+"""Group dumps into compilations (one call of Triton's compiler each), in log order.
+
+Boundary rule (../shared/corpus/README.md): a compilation starts at a module-scope dump of the
+first TTIR pass (Inliner / InlinerPass), or at GluonInline when it does not directly follow
+SCFToControlFlow(Pass) (inside the LLVM stage GluonInline runs in every compilation).
+
+Concurrent compiles interleave whole dumps, so a dump goes to the open compilation whose kernel
+it holds, not blindly to the latest one. Pipeliner-internal dumps ignore MLIR_ENABLE_DUMP's kernel
+filter: those that match no dumped kernel are kept apart as orphans.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from parsers.records import Dump, DumpHeader
+
+_KERNEL_TT = re.compile(rb"^\s*tt\.func public @([^\s(]+)\(", re.M)
+_KERNEL_LLVM = re.compile(rb"^\s*llvm\.func @([^\s(]+)\(([^\n]*)", re.M)
+_TARGET = re.compile(rb'ttg\.target = "([^"]+)"|triton_gpu\.target = "([^"]+)"')
+_INLINER = {"Inliner", "InlinerPass"}
+_SCF_TO_CF = {"SCFToControlFlow", "SCFToControlFlowPass"}
+_TO_TTGIR = re.compile(r"^convert-triton-to-tritongpu$|^ConvertTritonToTritonGPU")
+_TO_LLVM = re.compile(r"^convert-triton-\w*gpu-to-llvm$|^ConvertTriton\w*GPUToLLVM")
+
+STAGES = ("ttir", "ttgir", "llvm-dialect", "llvm-ir")
+
+
+def kernel_of(body: bytes) -> str | None:
+    """The kernel a module dump holds: its public tt.func, or the llvm.func that is not an extern."""
+    match = _KERNEL_TT.search(body)
+    if match:
+        return match.group(1).decode("utf-8", "replace")
+    for match in _KERNEL_LLVM.finditer(body):
+        if b"libname" not in match.group(2):
+            return match.group(1).decode("utf-8", "replace")
+    return None
+
+
+def target_of(body: bytes) -> str | None:
+    match = _TARGET.search(body)
+    if not match:
+        return None
+    return (match.group(1) or match.group(2)).decode("utf-8", "replace")
+
+
+def starts_compilation(header: DumpHeader, previous_pass: str | None) -> bool:
+    if header.kind != "mlir" or header.when != "before" or not header.is_module_scope:
+        return False
+    if header.pass_name in _INLINER:
+        return True
+    return header.pass_name == "GluonInline" and previous_pass not in _SCF_TO_CF
+
+
+@dataclass
+class SnapshotRecord:
+    """A dump as the compilation keeps it: everything but the body, which the store holds by hash."""
+
+    index: int
+    header: DumpHeader
+    line: int
+    blob: str
+    size: int
+    line_count: int
+    stage: str
+    changed: bool
+
+
+@dataclass
+class CompilationRecord:
+    kernel: str | None
+    first_line: int
+    snapshots: list[SnapshotRecord] = field(default_factory=list)
+    target: str | None = None
+    status: str = "ok"  # "ok" | "failed" | "partial"
+    status_reason: str | None = None
+    stage: str = "ttir"
+    gluon: bool = False
+
+    def count(self, kind: str) -> int:
+        return sum(1 for snapshot in self.snapshots if snapshot.header.kind == kind)
+
+    @property
+    def changed_count(self) -> int:
+        return sum(1 for snapshot in self.snapshots if snapshot.changed)
+
+    @property
+    def last_pass(self) -> str | None:
+        return self.snapshots[-1].header.pass_name if self.snapshots else None
+
+
+class CompilationGrouper:
+    """Feed it dumps in log order; it assigns each to a compilation (or to the orphans)."""
+
+    def __init__(self) -> None:
+        self.compilations: list[CompilationRecord] = []
+        self.orphans: list[tuple[str | None, SnapshotRecord]] = []
+        self._open: dict[str, CompilationRecord] = {}
+        self._current: CompilationRecord | None = None
+
+    def add(self, dump: Dump, blob: str) -> CompilationRecord | None:
+        header = dump.header
+        if header.kind == "llvm":
+            # LLVM's printer names no module; it follows the MLIR stage of the same compile.
+            compilation = self._current
+            kernel = compilation.kernel if compilation else None
+        else:
+            kernel = kernel_of(dump.body)
+            compilation = self._open.get(kernel) if kernel else self._current
+            previous = compilation.last_pass if compilation else None
+            if starts_compilation(header, previous):
+                compilation = CompilationRecord(kernel, dump.line, gluon=header.pass_name == "GluonInline")
+                if compilation.gluon:
+                    compilation.stage = "ttgir"
+                self.compilations.append(compilation)
+            elif compilation is None and header.kind == "mlir":
+                # The log starts in the middle of a compile (its head was cut off).
+                compilation = CompilationRecord(kernel, dump.line, status="partial")
+                compilation.status_reason = "the log starts in the middle of this compilation"
+                self.compilations.append(compilation)
+            if compilation is not None and kernel:
+                self._open[kernel] = compilation
+        record = self._record(compilation, dump, blob)
+        if compilation is None:
+            self.orphans.append((kernel, record))
+            return None
+        self._current = compilation
+        compilation.snapshots.append(record)
+        if compilation.target is None and header.kind == "mlir" and compilation.stage != "ttir":
+            compilation.target = target_of(dump.body)
+        if dump.header.failed:
+            compilation.status = "failed"
+            compilation.status_reason = f"pass {header.pass_name} failed"
+        self._advance_stage(compilation, header)
+        return compilation
+
+    def _record(self, compilation: CompilationRecord | None, dump: Dump, blob: str) -> SnapshotRecord:
+        snapshots = compilation.snapshots if compilation else []
+        previous = snapshots[-1].blob if snapshots else None
+        stage = "llvm-ir" if dump.header.kind == "llvm" else (compilation.stage if compilation else "ttgir")
+        return SnapshotRecord(
+            index=len(snapshots),
+            header=dump.header,
+            line=dump.line,
+            blob=blob,
+            size=len(dump.body),
+            line_count=dump.body.count(b"\n") + 1 if dump.body else 0,
+            stage=stage,
+            changed=previous != blob,  # the first snapshot counts as a change: it brings the IR
+        )
+
+    @staticmethod
+    def _advance_stage(compilation: CompilationRecord, header: DumpHeader) -> None:
+        """The dump shows the IR *before* its pass, so the stage moves on after the boundary pass."""
+        names = (header.pass_arg or "", header.pass_name)
+        if compilation.stage == "ttir" and any(_TO_TTGIR.search(name) for name in names):
+            compilation.stage = "ttgir"
+        elif compilation.stage == "ttgir" and any(_TO_LLVM.search(name) for name in names):
+            compilation.stage = "llvm-dialect"
+
+    def mark_truncated(self, reason: str) -> None:
+        if self._current is not None and self._current.status == "ok":
+            self._current.status = "partial"
+            self._current.status_reason = reason

@@ -1,0 +1,36 @@
+"""Banners of LLVM's print-after-all (`LLVM_IR_ENABLE_DUMP=1`), in its three styles.
+
+New pass manager: ; *** IR Dump After InstCombinePass on add_kernel ***
+Legacy IR level:  *** IR Dump After Module Verifier (verify) ***
+Machine IR:       # *** IR Dump After Branch Folder (branch-folder) ***:
+"""
+
+from __future__ import annotations
+
+import re
+
+from parsers.records import DumpHeader
+
+_BANNER = re.compile(r"^(; |# )?\*\*\* IR Dump (Before|After) (.*?) \*\*\*:?\s*$")
+_NEW_PM = re.compile(r"^(\S+) on (.*?)( \(invalidated\)| omitted because no change)?$")
+_LEGACY = re.compile(r"^(.*) \(([^()]*)\)$")
+
+# Byte prefixes a banner line can start with; cheap to test before the regex.
+PREFIXES = (b"; *** IR Dump ", b"*** IR Dump ", b"# *** IR Dump ")
+
+
+def parse_header(line: str) -> DumpHeader | None:
+    match = _BANNER.match(line)
+    if not match:
+        return None
+    style, when, desc = match.groups()
+    if style == "; ":
+        new_pm = _NEW_PM.match(desc)
+        if new_pm:
+            name, scope, note = new_pm.groups()
+            return DumpHeader("llvm", when.lower(), name, None, (note or "").strip() or None, scope, False, line)
+    legacy = _LEGACY.match(desc)
+    scope = "machine" if style == "# " else "[module]"
+    if legacy:
+        return DumpHeader("llvm", when.lower(), legacy.group(1), legacy.group(2), None, scope, False, line)
+    return DumpHeader("llvm", when.lower(), desc, None, None, scope, False, line)

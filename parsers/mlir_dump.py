@@ -1,0 +1,52 @@
+"""Banners of MLIR's IR printing (`MLIR_ENABLE_DUMP`, `MLIR_DUMP_PATH`).
+
+Old form:  // -----// IR Dump Before Inliner (inline) ('builtin.module' operation) //----- //
+New form:  // -----// IR Dump Before InlinerPass: inline{opts} ('builtin.module' operation) //----- //
+Pipeliner: // -----// SoftwarePipeliner internal IR Dump After: LowerLoops
+"""
+
+from __future__ import annotations
+
+import re
+
+from parsers.records import DumpHeader
+
+PREFIX = b"// -----// "
+
+# Symbol names after "operation: @" may hold spaces, parentheses and commas, so anchor on the trailer.
+_PASS_HEADER = re.compile(
+    r"^// -----// IR Dump (Before|After) (.*?) \('([^']+)' operation(?:: @(.*))?\) //----- //\s*$"
+)
+_INTERNAL_HEADER = re.compile(r"^// -----// (\S+) internal IR Dump (Before|After):? ?(.*?)\s*$")
+_OLD_DESC = re.compile(r"^(.*?) \(([^()]*)\)$")  # "Inliner (inline)"
+_NEW_DESC = re.compile(r"^(.*?): ([\w.\-]+)(\{.*\})?\s*$")  # "InlinerPass: inline{...}"
+
+
+def parse_pass_description(desc: str) -> tuple[str, str | None, str | None, bool]:
+    """Split "Name (arg)" or "Name: arg{options}" into (name, arg, options, failed)."""
+    failed = False
+    if " Failed" in desc:
+        failed = True
+        desc = desc.replace(" Failed", "", 1)
+    match = _NEW_DESC.match(desc)
+    if match:
+        return match.group(1), match.group(2), match.group(3), failed
+    match = _OLD_DESC.match(desc)
+    if match:
+        return match.group(1), match.group(2), None, failed
+    return desc, None, None, failed
+
+
+def parse_header(line: str) -> DumpHeader | None:
+    """Parse one banner line (no newline). None if it is not a well-formed MLIR banner."""
+    match = _PASS_HEADER.match(line)
+    if match:
+        when, desc, op_name, symbol = match.groups()
+        name, arg, options, failed = parse_pass_description(desc)
+        scope = op_name if symbol is None else f"{op_name} @{symbol}"
+        return DumpHeader("mlir", when.lower(), name, arg, options, scope, failed, line)
+    match = _INTERNAL_HEADER.match(line)
+    if match:
+        who, when, step = match.groups()
+        return DumpHeader("internal", when.lower(), step or who, None, None, who, False, line)
+    return None

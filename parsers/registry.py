@@ -1,0 +1,68 @@
+"""The one list of input formats: which parser applies to which uploaded file.
+
+Adding a format means adding a module and one entry here. Order matters: the first match wins.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from parsers import cache
+
+
+@dataclass(frozen=True)
+class InputFormat:
+    role: str  # what the ingest does with it
+    description: str
+    applies: Callable[[str, bytes], bool]
+
+
+def _is_binary_data(head: bytes) -> bool:
+    """Text logs have no NUL bytes; anything with them (or mostly control bytes) is not a log."""
+    if b"\x00" in head:
+        return True
+    if not head:
+        return False
+    controls = sum(1 for byte in head if byte < 9 or 13 < byte < 32)
+    return controls > len(head) // 10
+
+
+FORMATS: list[InputFormat] = [
+    InputFormat(
+        "cache-group", "Triton cache group file (__grp__NAME.json)", lambda path, head: cache.is_group_file(path)
+    ),
+    InputFormat(
+        "cache-stage",
+        "Kernel stage file from a Triton cache or TRITON_KERNEL_DUMP folder (.source .ttir .glir .ttgir .llir .ptx .amdgcn .sass)",
+        lambda path, head: cache.stage_of(path) is not None,
+    ),
+    InputFormat(
+        "cache-binary", "Kernel binary (.cubin .hsaco), recorded by size and hash", lambda path, head: cache.is_binary(path)
+    ),
+    InputFormat(
+        "cache-metadata",
+        "Kernel metadata JSON from a Triton cache folder",
+        lambda path, head: path.endswith(".json") and head.lstrip().startswith(b"{") and b'"hash"' in head,
+    ),
+    InputFormat("source", "Python source the IR's loc() entries point at", lambda path, head: path.endswith(".py")),
+    InputFormat(
+        "ignored",
+        "Cache bookkeeping irlens does not need (autotune results, launcher libraries)",
+        lambda path, head: path.endswith((".autotune.json", ".pyc")) or posixpath.basename(path) == ".DS_Store",
+    ),
+    InputFormat("binary", "Binary data that is not a log", lambda path, head: _is_binary_data(head)),
+    InputFormat(
+        "log",
+        "Text log: MLIR/LLVM pass dumps, timing reports, diagnostics and any other lines (stderr, MLIR_DUMP_PATH file)",
+        lambda path, head: True,
+    ),
+]
+
+
+def classify(path: str, head: bytes) -> InputFormat:
+    for input_format in FORMATS:
+        if input_format.applies(path, head):
+            return input_format
+    raise AssertionError("the log format accepts everything")

@@ -1,0 +1,90 @@
+"""Shared fixtures: the corpus (skipped when ../shared is absent) and a database per test session.
+
+Set IRLENS_TEST_DB_URL to run the suite against PostgreSQL; the default is a SQLite file.
+"""
+
+from __future__ import annotations
+
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from app.db import Database
+from app.ingest import Ingest
+from app.models import Base
+from app.queries import run_summary
+from app.urls import Urls
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "corpus"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def corpus_archive(name: str) -> Path:
+    path = CORPUS / f"{name}.tar.xz"
+    if not path.exists():
+        pytest.skip(f"corpus archive {path} is not available (../shared is absent)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def corpus_dir() -> Path:
+    if not CORPUS.is_dir():
+        pytest.skip("../shared/corpus is not available")
+    return CORPUS
+
+
+@pytest.fixture(scope="session")
+def unpacked_corpus(tmp_path_factory) -> Path:  # noqa: ANN001
+    """All corpus archives unpacked once per session."""
+    if not CORPUS.is_dir():
+        pytest.skip("../shared/corpus is not available")
+    root = tmp_path_factory.mktemp("corpus")
+    for archive in sorted(CORPUS.glob("*.tar.xz")):
+        with tarfile.open(archive) as tar:
+            tar.extractall(root, filter="data")
+    return root
+
+
+def fresh_db_url(tmp_path: Path) -> str:
+    url = os.environ.get("IRLENS_TEST_DB_URL")
+    if not url:
+        return f"sqlite:///{tmp_path / 'irlens.db'}"
+    database = Database(url)
+    Base.metadata.drop_all(database.engine)
+    database.dispose()
+    return url
+
+
+@pytest.fixture
+def db(tmp_path: Path):
+    database = Database(fresh_db_url(tmp_path))
+    yield database
+    database.dispose()
+
+
+@pytest.fixture(scope="session")
+def session_db(tmp_path_factory):
+    database = Database(fresh_db_url(tmp_path_factory.mktemp("session-db")))
+    yield database
+    database.dispose()
+
+
+def ingest_paths(database: Database, paths, **options) -> dict:  # noqa: ANN001
+    with database.session() as session:
+        run = Ingest(session, **options).ingest(paths)
+        session.commit()
+        return run_summary(session, run, Urls())
+
+
+@pytest.fixture(scope="session")
+def corpus_runs(session_db):
+    """Each corpus archive ingested once, exactly as shipped: name -> the ingest JSON."""
+    if not CORPUS.is_dir():
+        pytest.skip("../shared/corpus is not available")
+    return {
+        archive.name.removesuffix(".tar.xz"): ingest_paths(session_db, [archive])
+        for archive in sorted(CORPUS.glob("*.tar.xz"))
+    }
