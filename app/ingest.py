@@ -250,6 +250,13 @@ class Ingest:
                               path=path, line=record.line, header=record.text)
         if replaced:
             self._problem("warning", f"{replaced} log lines hold bytes that are not UTF-8 (shown as \ufffd)", path=path)
+        for kernel, orphan in result.grouper.orphans:
+            self._problem(
+                "orphan-dump",
+                f"{orphan.header.kind} dump of {kernel or 'an unknown kernel'} before any compilation in this log; "
+                "kept, but not part of a compilation",
+                path=path, line=orphan.line, header=orphan.header.raw, blob=orphan.blob,
+            )
         self.logs.append(result)
         digest, size, compressed = text.finish()
         blob = self.blobs.put_compressed(digest, size, compressed) if size else None

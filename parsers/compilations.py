@@ -6,7 +6,8 @@ SCFToControlFlow(Pass) (inside the LLVM stage GluonInline runs in every compilat
 
 Concurrent compiles interleave whole dumps, so a dump goes to the open compilation whose kernel
 it holds, not blindly to the latest one. Pipeliner-internal dumps ignore MLIR_ENABLE_DUMP's kernel
-filter: those that match no dumped kernel are kept apart as orphans.
+filter: those of an undumped kernel go to the compilation in progress (as the corpus's expected
+counts do), or, before any compilation, are kept apart as orphans.
 """
 
 from __future__ import annotations
@@ -32,10 +33,13 @@ def kernel_of(body: bytes) -> str | None:
     match = _KERNEL_TT.search(body)
     if match:
         return match.group(1).decode("utf-8", "replace")
-    for match in _KERNEL_LLVM.finditer(body):
-        if b"libname" not in match.group(2):
+    # In the LLVM dialect, skip declarations (externs such as __nv_expf or __ockl_*): a definition's
+    # line ends with "{"; prefer one marked as a kernel.
+    definitions = [m for m in _KERNEL_LLVM.finditer(body) if m.group(2).rstrip().endswith(b"{")]
+    for match in definitions:
+        if b"kernel" in match.group(2):
             return match.group(1).decode("utf-8", "replace")
-    return None
+    return definitions[0].group(1).decode("utf-8", "replace") if definitions else None
 
 
 def target_of(body: bytes) -> str | None:
@@ -108,6 +112,12 @@ class CompilationGrouper:
         else:
             kernel = kernel_of(dump.body)
             compilation = self._open.get(kernel) if kernel else self._current
+            current = self._current
+            if compilation is None and current is not None and current.kernel:
+                # Pipeliner-internal dumps ignore the kernel filter; like the corpus counts, they go
+                # to the compilation in progress when no dumped kernel of theirs is open.
+                if header.kind == "internal" or b"@" + current.kernel.encode() + b"(" in dump.body:
+                    compilation, kernel = current, current.kernel
             previous = compilation.last_pass if compilation else None
             if starts_compilation(header, previous):
                 compilation = CompilationRecord(kernel, dump.line, gluon=header.pass_name == "GluonInline")
