@@ -49,7 +49,7 @@ BUNDLE=../shared/corpus/sm90_llvm.tar.xz
 cleanup() {
   rc=$?
   if [ $rc != 0 ] && podman container exists "$NAME"; then echo "== container logs"; sleep 1; podman logs --tail 50 "$NAME" || true; fi
-  podman rm -f -t 2 "$NAME" >/dev/null 2>&1 || true
+  podman rm -f -v -t 2 "$NAME" >/dev/null 2>&1 || true
   podman volume rm -f "$VOL" >/dev/null 2>&1 || true
   podman rmi -f "$TAG" >/dev/null 2>&1 || true
   podman image prune -f >/dev/null 2>&1 || true  # build-stage leftovers; localhost/python-base stays cached
@@ -84,7 +84,9 @@ wait_healthy
 echo "healthy after $(python3 -c "print(f'{$(date +%s.%N) - $t0:.1f}')") s"
 podman healthcheck run "$NAME"; echo "image HEALTHCHECK passes"
 user=$(podman exec "$NAME" id -un); [ "$user" = irlens ] || { echo "runs as $user, not irlens" >&2; exit 1; }
-get "$BASE/" >/dev/null; echo "GET / ok (templates found)"
+home=$(get "$BASE/"); echo "GET / ok (templates found)"
+asset=$(python3 -c 'import re,sys; m=re.search(r"/static/[^\"?#]+", sys.stdin.read()); print(m[0] if m else "")' <<<"$home")
+if [ -n "$asset" ]; then get "$BASE$asset" >/dev/null; echo "GET $asset ok (static files found)"; fi
 
 if [ ! -f "$BUNDLE" ]; then
   echo "== $BUNDLE not found (no ../shared beside the clone): skipping upload and restart checks"

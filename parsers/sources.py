@@ -45,6 +45,7 @@ REPLAY_BYTES = 256 << 10  # a one-pass stream may be re-opened until this much o
 BOMB_FLOOR = 64 << 20  # the ratio test starts here: small files can legitimately compress absurdly well
 SPOOL_MEMORY = 16 << 20  # a zip spooled for seeking stays in memory up to this size, then goes to disk
 CENTRAL_DIRECTORY_BYTES_PER_FILE = 1024  # zipfile reads the whole central directory into memory
+TAR_HEADER_DATA_BYTES = 1 << 20  # tarfile reads long-name and pax headers whole into memory
 
 
 # -- public API ----------------------------------------------------------------------------------------
@@ -117,14 +118,14 @@ class SourceWalker:
         try:
             # The path itself was chosen by the caller, so a symlink here is followed; links found
             # inside folders and archives are not.
-            mode = os.stat(path).st_mode
+            info = os.stat(path)
         except OSError as err:
             self._skip(display, f"unreadable: {err.strerror or err}")
             return
-        if stat.S_ISDIR(mode):
+        if stat.S_ISDIR(info.st_mode):
             yield from self._walk_folder(path, display)
-        elif stat.S_ISREG(mode):
-            yield from self._visit(_file_blob(path, display, os.stat(path).st_size, follow=True), 0)
+        elif stat.S_ISREG(info.st_mode):
+            yield from self._visit(_file_blob(path, display, info.st_size, follow=True), 0)
         else:
             self._skip(display, "not a regular file (device, fifo or socket)")
 
@@ -233,7 +234,12 @@ class SourceWalker:
             raise _StaleStream(
                 f"{_display(blob.path)}: open() called after the walker moved to the next file"
             )
-        raw = _CallerReader(self._metered_open(blob, high_water), self, blob.path, lease)
+        try:
+            source = self._metered_open(blob, high_water)
+        except _Corrupt as err:  # sniffing worked but opening again did not: an empty file, recorded
+            self._record_corrupt(err, reading=blob.path)
+            source = io.BytesIO()
+        raw = _CallerReader(source, self, blob.path, lease)
         stream = io.BufferedReader(raw, CHUNK)
         lease.streams.append(stream)
         return cast(BinaryIO, stream)
@@ -262,7 +268,9 @@ class SourceWalker:
         with contextlib.ExitStack() as stack:
             try:
                 source = stack.enter_context(contextlib.closing(open_source()))
-                tar = stack.enter_context(tarfile.open(fileobj=cast(BinaryIO, source), mode="r|"))
+                tar = stack.enter_context(
+                    tarfile.open(fileobj=cast(BinaryIO, source), mode="r|", tarinfo=_BoundedTarInfo)
+                )
             except _Corrupt as err:
                 self._record_corrupt(err)
                 return
@@ -325,9 +333,6 @@ class SourceWalker:
                 zip_file = stack.enter_context(zipfile.ZipFile(archive))
             except _Corrupt as err:
                 self._record_corrupt(err)
-                return
-            except OSError as err:
-                self._skip(blob.path, f"unreadable: {err.strerror or err}")
                 return
             except _CORRUPT_ERRORS as err:
                 self._record_corrupt(_Corrupt(blob.path, _describe(err)))
@@ -712,6 +717,26 @@ class _SeekingView(_Reader):
 
     def close(self) -> None:
         super().close()  # the upload stays open: it belongs to the caller
+
+
+class _BoundedTarInfo(tarfile.TarInfo):
+    """Refuses absurd long-name and pax headers before tarfile reads them whole into memory."""
+
+    def _proc_member(self, tar: tarfile.TarFile) -> tarfile.TarInfo:  # type: ignore[override]
+        if self.type in _TAR_HEADER_DATA_TYPES and self.size > TAR_HEADER_DATA_BYTES:
+            raise tarfile.ReadError(
+                f"{_fmt(self.size)} extended header (limit {_fmt(TAR_HEADER_DATA_BYTES)})"
+            )
+        return super()._proc_member(tar)  # type: ignore[misc]
+
+
+_TAR_HEADER_DATA_TYPES = {
+    tarfile.GNUTYPE_LONGNAME,
+    tarfile.GNUTYPE_LONGLINK,
+    tarfile.XHDTYPE,
+    tarfile.XGLTYPE,
+    tarfile.SOLARIS_XHDTYPE,
+}
 
 
 class _TarMemberReader(_Reader):

@@ -348,6 +348,16 @@ def test_links_and_devices_in_a_tar_are_skipped(tmp_path: Path, small_files: dic
     }
 
 
+def test_oversized_tar_long_name_header_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    long_name = _info("././@LongLink", tarfile.GNUTYPE_LONGNAME)
+    long_name.size = 1 << 30  # tarfile would read a gigabyte into memory for this name
+    archive = tmp_path / "long.tar"
+    archive.write_bytes(long_name.tobuf(format=tarfile.GNU_FORMAT) + bytes(2 * tarfile.BLOCKSIZE))
+    files, walker = _read_all([archive])
+    assert files == {}
+    assert _reasons(walker) == {"long.tar": "corrupt archive: 1.0 GB extended header (limit 1.0 MB)"}
+
+
 def test_zip_symlink_and_macos_junk_are_skipped(tmp_path: Path, small_files: dict[str, bytes]) -> None:
     meta = small_files[f"{SMALL}/meta.txt"]
     link = zipfile.ZipInfo("run/passwd")

@@ -25,7 +25,7 @@ __all__ = ["FastRegexLexer"]
 class _GroupView:
     """What a ``bygroups`` callback sees: one rule's groups inside the combined match."""
 
-    __slots__ = ("_match", "_offset", "_count")
+    __slots__ = ("_count", "_match", "_offset")
 
     def __init__(self, match: re.Match[str], offset: int, count: int) -> None:
         self._match = match
@@ -73,7 +73,7 @@ class FastRegexLexer(RegexLexer):
         cls._fast_tables = tables
         return tables
 
-    def get_tokens_unprocessed(  # noqa: C901 - mirrors RegexLexer's loop
+    def get_tokens_unprocessed(
         self, text: str, stack: tuple[str, ...] = ("root",)
     ) -> Iterator[tuple[int, _TokenType, str]]:
         tables = self._combined_tables()

@@ -12,6 +12,8 @@ PTX lexers. Both run on :class:`~app.highlight._fastlex.FastRegexLexer`'s loop.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pygments.lexer import inherit
 from pygments.lexers.asm import GasLexer, LlvmLexer
 from pygments.token import Comment, Error, Keyword, Name, Number, Operator, Punctuation, Text, _TokenType
@@ -59,9 +61,9 @@ class TritonLlvmLexer(FastRegexLexer, LlvmLexer):
     """LLVM IR (``.llir`` and ``LLVM_IR_ENABLE_DUMP`` bodies), never an ``Error`` token."""
 
     name = "LLVM (Triton)"
-    aliases = ["llvm-triton"]
-    filenames = []
-    mimetypes = []
+    aliases: ClassVar[list[str]] = ["llvm-triton"]
+    filenames: ClassVar[list[str]] = []
+    mimetypes: ClassVar[list[str]] = []
 
     tokens = _llvm_tokens(Text)
 
@@ -70,9 +72,9 @@ class TritonLlvmLexer(FastRegexLexer, LlvmLexer):
 # would otherwise pull in the lenient catch-all ahead of the strict one.
 class StrictTritonLlvmLexer(FastRegexLexer, LlvmLexer):
     name = "LLVM (Triton, strict)"
-    aliases = []
-    filenames = []
-    mimetypes = []
+    aliases: ClassVar[list[str]] = []
+    filenames: ClassVar[list[str]] = []
+    mimetypes: ClassVar[list[str]] = []
 
     tokens = _llvm_tokens(Error)
 
@@ -81,17 +83,17 @@ class AmdgcnLexer(FastRegexLexer, GasLexer):
     """AMDGCN assembly (``.amdgcn``), including its ``.amdgpu_metadata`` block."""
 
     name = "AMDGCN (Triton)"
-    aliases = ["amdgcn-triton"]
-    filenames = []
-    mimetypes = []
+    aliases: ClassVar[list[str]] = ["amdgcn-triton"]
+    filenames: ClassVar[list[str]] = []
+    mimetypes: ClassVar[list[str]] = []
 
     tokens = _amdgcn_tokens(Text)
 
 
 class StrictAmdgcnLexer(FastRegexLexer, GasLexer):
     name = "AMDGCN (Triton, strict)"
-    aliases = []
-    filenames = []
-    mimetypes = []
+    aliases: ClassVar[list[str]] = []
+    filenames: ClassVar[list[str]] = []
+    mimetypes: ClassVar[list[str]] = []
 
     tokens = _amdgcn_tokens(Error)

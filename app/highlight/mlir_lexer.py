@@ -25,6 +25,8 @@ exception.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pygments.lexer import bygroups
 from pygments.token import (
     Comment,
@@ -54,7 +56,9 @@ _SCALAR = r"(?:[su]?i\d+|bf\d+|tf\d+|f\d+(?:E\d+M\d+\w*)?|index|ptr(?:<\d+>)?)"
 # `f32, f32, f32, ...` and `ptr<1>, ptr<1>, ...` (LLVM structs of 128 members) are one token,
 # for speed
 _SCALAR_RUN = _SCALAR + r"(?:,[ \t]*" + _SCALAR + r"(?![\w$.<]))+" + _END
-_BUILTIN_TYPE = r"(?:[su]?i\d+|bf\d+|tf\d+|f\d+(?:E\d+M\d+\w*)?|index|none|ptr|tensor|vector|memref|tuple|complex)" + _END
+_BUILTIN_TYPE = (
+    r"(?:[su]?i\d+|bf\d+|tf\d+|f\d+(?:E\d+M\d+\w*)?|index|none|ptr|tensor|vector|memref|tuple|complex)" + _END
+)
 _KEYWORD = (
     r"(?:attributes|iter_args|to|step|else|do|default|public|private|nested|external|internal"
     r"|num_warps|dense|dense_resource|array|sparse|affine_map|strided|distinct|mutable|has_side_effects"
@@ -147,9 +151,9 @@ class MLIRLexer(FastRegexLexer):
     """Triton's MLIR: TTIR, TTGIR, Gluon IR and the LLVM dialect."""
 
     name = "MLIR"
-    aliases = ["mlir", "ttir", "ttgir"]
-    filenames = ["*.mlir", "*.ttir", "*.ttgir", "*.source", "*.glir"]
-    mimetypes = ["text/x-mlir"]
+    aliases: ClassVar[list[str]] = ["mlir", "ttir", "ttgir"]
+    filenames: ClassVar[list[str]] = ["*.mlir", "*.ttir", "*.ttgir", "*.source", "*.glir"]
+    mimetypes: ClassVar[list[str]] = ["text/x-mlir"]
     url = "https://mlir.llvm.org/docs/LangRef/"
 
     tokens = _tokens(Text)
@@ -159,8 +163,8 @@ class StrictMLIRLexer(MLIRLexer):
     """The same grammar, but unknown characters are ``Error``: for tests that prove coverage."""
 
     name = "MLIR (strict)"
-    aliases = []
-    filenames = []
-    mimetypes = []
+    aliases: ClassVar[list[str]] = []
+    filenames: ClassVar[list[str]] = []
+    mimetypes: ClassVar[list[str]] = []
 
     tokens = _tokens(Error)

@@ -27,6 +27,8 @@ does not shadow Pygments' built-in lexer for other users of the environment.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pygments.lexer import bygroups, default
 from pygments.token import (
     Comment,
@@ -82,7 +84,10 @@ def _tokens(fallback: _TokenType) -> dict:
             (r"[,;]", Punctuation),
             # debug locations (hideable, like MLIR's loc)
             (r"\.loc(?:[ \t]+[^\s/;][^\n/;]*?)?(?=[ \t]*(?://|;|$))", Comment.Special),
-            (r"\.file[ \t]+\d+[ \t]+" + _STRING + r"(?:[ \t]*,[ \t]*\d+(?:[ \t]*,[ \t]*\d+)?)?", Comment.Special),
+            (
+                r"\.file[ \t]+\d+[ \t]+" + _STRING + r"(?:[ \t]*,[ \t]*\d+(?:[ \t]*,[ \t]*\d+)?)?",
+                Comment.Special,
+            ),
             (
                 r"(\.(?:entry|func))([ \t]+)([A-Za-z_$][\w$]*)",
                 bygroups(Keyword.Reserved, Whitespace, Name.Function),
@@ -113,9 +118,9 @@ class PTXLexer(FastRegexLexer):
     """PTX from Triton (predicates, ``::`` qualifiers and opcode suffixes included)."""
 
     name = "PTX (Triton)"
-    aliases = ["ptx-triton"]
-    filenames = []  # Pygments' PtxLexer keeps *.ptx; lexer_for("ptx") returns this one
-    mimetypes = []
+    aliases: ClassVar[list[str]] = ["ptx-triton"]
+    filenames: ClassVar[list[str]] = []  # Pygments' PtxLexer keeps *.ptx; lexer_for("ptx") returns this one
+    mimetypes: ClassVar[list[str]] = []
     url = "https://docs.nvidia.com/cuda/parallel-thread-execution/"
 
     tokens = _tokens(Text)
@@ -125,6 +130,6 @@ class StrictPTXLexer(PTXLexer):
     """The same grammar with unknown characters as ``Error``: for tests that prove coverage."""
 
     name = "PTX (Triton, strict)"
-    aliases = []
+    aliases: ClassVar[list[str]] = []
 
     tokens = _tokens(Error)

@@ -1,0 +1,215 @@
+"""Hardware-feature op groups: which IR lines use TMA, TDM, MMA, barriers, async copies...
+
+Membership is by op name as printed (FORMATS.md section 6), old dialect names included
+(``triton_gpu.``, ``triton_nvidia_gpu.``, ``amdgpu.``, ``nvgpu.``), plus the NVVM/ROCDL ops
+and intrinsics these lower to in the LLVM dialect (``rocdl.mfma.*``, ``nvvm.wgmma.*``,
+``llvm.call_intrinsic "llvm.amdgcn.tensor.load.to.lds"``...). Only operation names count, at
+the op position of a line (``%x = OP``, ``OP`` first on the line, generic ``"OP"(``), so an
+attribute such as ``ttg.warp_specialize.tag = 0`` or a type such as ``!ttg.memdesc<...>``
+does not. The one exception: :func:`classify_line` also puts a line that carries a tensor
+descriptor (``!tt.tensordesc<...>``, ``!ttng.tensordesc_im2col<...>``) in the TMA group, since
+those values exist only for TMA. :func:`count_groups` counts ops, not such lines.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["GROUPS", "GROUPS_BY_KEY", "Group", "classify_line", "count_groups"]
+
+
+@dataclass(frozen=True)
+class Group:
+    key: str
+    label: str
+    description: str
+    css_class: str
+
+
+GROUPS: list[Group] = [
+    Group(
+        "tma",
+        "TMA",
+        "Tensor Memory Accelerator (NVIDIA sm90+): tensor descriptors and bulk asynchronous copies "
+        "between global and shared memory (tt.descriptor_*, ttng.async_tma_*, ttng.tensormap_*).",
+        "hw-tma",
+    ),
+    Group(
+        "tdm",
+        "TDM",
+        "Tensor Data Mover (AMD gfx1250): descriptor-driven asynchronous tensor copies between global "
+        "memory and LDS (amdg.async_tdm_*, amdg.update_tensor_descriptor, amdg.tdm_prefetch).",
+        "hw-tdm",
+    ),
+    Group(
+        "mma",
+        "MMA",
+        "Matrix multiply on tensor cores: tt.dot, Hopper wgmma (ttng.warp_group_dot, nvg.wgmma), "
+        "Blackwell tcgen05 (ttng.tc_gen5_mma), AMD MFMA/WMMA.",
+        "hw-mma",
+    ),
+    Group(
+        "barrier",
+        "Barrier",
+        "Synchronisation: mbarriers (ttng.init_barrier, wait_barrier, arrive_barrier, barrier_expect), "
+        "fences (ttng.fence_async_shared) and CTA barriers (ttg.barrier).",
+        "hw-barrier",
+    ),
+    Group(
+        "async",
+        "Async copy",
+        "Asynchronous global-to-shared copies without TMA: cp.async on NVIDIA "
+        "(ttg.async_copy_global_to_local, async_commit_group, async_wait), buffer_load_to_local on AMD.",
+        "hw-async",
+    ),
+    Group(
+        "tmem",
+        "Tensor memory",
+        "Blackwell tensor memory (TMEM), the accumulator storage of tcgen05 MMAs (ttng.tmem_alloc, "
+        "tmem_load, tmem_store, tmem_copy, tmem_subslice).",
+        "hw-tmem",
+    ),
+    Group(
+        "warpspec",
+        "Warp specialization",
+        "Warp specialization: ttg.warp_specialize splits the kernel into a default region and "
+        "partitions running on their own warps (ttg.warp_yield, ttg.warp_return).",
+        "hw-warpspec",
+    ),
+    Group(
+        "shared",
+        "Shared memory",
+        "Shared-memory buffers and views: ttg.local_alloc, local_load, local_store, local_dealloc and "
+        "ttg.memdesc_* (index, subslice, trans, reshape).",
+        "hw-shared",
+    ),
+    Group(
+        "layout",
+        "Layout conversion",
+        "ttg.convert_layout: moves a tensor between register layouts, often through shared memory; "
+        "the op remove-layout-conversions tries to eliminate.",
+        "hw-layout",
+    ),
+]
+
+GROUPS_BY_KEY: dict[str, Group] = {group.key: group for group in GROUPS}
+
+_TT = r"tt"
+_TTG = r"(?:ttg|triton_gpu)"
+_TTNG = r"(?:ttng|triton_nvidia_gpu)"
+_AMDG = r"(?:amdg|amdgpu)"
+_NVG = r"(?:nvg|nvgpu)"
+_INTRINSIC = r'llvm\.call_intrinsic[ \t]+"llvm\.'
+
+# op-name patterns per group; each must match from the start of the op name
+_OP_PATTERNS: dict[str, list[str]] = {
+    "tma": [
+        rf"{_TT}\.make_tensor_descriptor",
+        rf"{_TT}\.descriptor_\w+",
+        rf"{_TT}\.experimental_\w*descriptor\w*",
+        rf"{_TTNG}\.async_tma_\w+",
+        rf"{_TTNG}\.tensormap_\w+",
+        rf"{_TTNG}\.reinterpret_tensor_descriptor",
+        r"nvvm\.cp\.async\.bulk\.[\w.]+",
+        r"nvvm\.prefetch\.tensormap",
+        _INTRINSIC + r"nvvm\.cp\.async\.bulk\.[\w.]+",
+    ],
+    "tdm": [
+        rf"{_AMDG}\.async_tdm_\w+",
+        rf"{_AMDG}\.update_tensor_descriptor",
+        rf"{_AMDG}\.tdm_prefetch",
+        r"rocdl\.s\.wait\.tensorcnt",
+        r"rocdl\.tensor\.[\w.]+",
+        _INTRINSIC + r"amdgcn\.tensor\.[\w.]+",
+    ],
+    "mma": [
+        rf"{_TT}\.dot(?:_scaled)?",
+        rf"{_TTNG}\.warp_group_dot\w*",
+        rf"{_TTNG}\.dot_async",
+        rf"{_TTNG}\.dot_wait",
+        rf"{_TTNG}\.tc_gen5_mma\w*",
+        rf"{_NVG}\.wgmma\w*",
+        r"nvvm\.wgmma\.[\w.]+",
+        r"nvvm\.mma\.[\w.]+",
+        r"nvvm\.tcgen05\.mma[\w.]*",
+        r"rocdl\.(?:mfma|smfmac|wmma)\.[\w.]+",
+        _INTRINSIC + r"amdgcn\.(?:mfma|smfmac|wmma|swmmac)\.[\w.]+",
+        _INTRINSIC + r"nvvm\.(?:wgmma|mma)\.[\w.]+",
+    ],
+    "barrier": [
+        rf"{_TTNG}\.\w*barrier\w*",
+        rf"{_TTNG}\.fence\w*",
+        rf"{_TTG}\.barrier",
+        rf"{_TTG}\.local_barrier",
+        r"gpu\.barrier",
+        r"nvvm\.(?:barrier|mbarrier|fence|bar)\b[\w.]*",
+        r"rocdl\.s\.barrier[\w.]*",
+        _INTRINSIC + r"nvvm\.(?:mbarrier|barrier|fence)[\w.]*",
+    ],
+    "async": [
+        rf"{_TTG}\.async_copy_global_to_local",
+        rf"{_TTG}\.async_commit_group",
+        rf"{_TTG}\.async_wait",
+        rf"{_AMDG}\.buffer_load_to_local",
+        rf"{_AMDG}\.async_wait",
+        r"nvvm\.cp\.async\.(?!bulk)[\w.]+",
+    ],
+    "tmem": [
+        rf"{_TTNG}\.tmem_\w+",
+        r"nvvm\.tcgen05\.(?!mma)[\w.]+",
+    ],
+    "warpspec": [
+        rf"{_TTG}\.warp_specialize\w*",
+        rf"{_TTG}\.warp_yield",
+        rf"{_TTG}\.warp_return",
+    ],
+    "shared": [
+        rf"{_TTG}\.local_(?!barrier\b)\w+",
+        rf"{_TTG}\.memdesc_\w+",
+        r"nvvm\.(?:ldmatrix|stmatrix)\b",
+    ],
+    "layout": [
+        rf"{_TTG}\.convert_layout",
+    ],
+}
+
+# the op position: first on the line after optional results `%a, %b:2 = `, maybe quoted
+_OP_POSITION = r'^[ \t]*(?:%[\w$.#:-]+(?:[ \t]*,[ \t]*%[\w$.#:-]+)*[ \t]*=[ \t]*)?"?'
+_OP_END = r'(?![\w$])(?!\.[\w$])'  # `tt.dot` but not `tt.dot_scaled` nor `tt.dot.x`
+
+
+def _alternatives(patterns: list[str]) -> str:
+    return "|".join(f"(?:{pattern})" for pattern in patterns)
+
+
+# one compiled regex for every group: a named group per key, found at each line's op position
+_COMBINED = re.compile(
+    _OP_POSITION
+    + "(?:"
+    + "|".join(f"(?P<{key}>{_alternatives(patterns)}){_OP_END}" for key, patterns in _OP_PATTERNS.items())
+    + ")",
+    re.MULTILINE,
+)
+_DESCRIPTOR_TYPE = re.compile(rf"!{_TT}\.tensordesc\b|!{_TTNG}\.tensordesc\w*")
+_ORDER = {group.key: index for index, group in enumerate(GROUPS)}
+
+
+def classify_line(line: str) -> list[str]:
+    """The group keys of one IR line, in GROUPS order: its op's group, plus "tma" for a line
+    that carries a tensor descriptor value. Usually zero or one key."""
+    keys: set[str] = set()
+    match = _COMBINED.match(line)
+    if match is not None and match.lastgroup:
+        keys.add(match.lastgroup)
+    if _DESCRIPTOR_TYPE.search(line):
+        keys.add("tma")
+    return sorted(keys, key=_ORDER.__getitem__)
+
+
+def count_groups(text: str) -> dict[str, int]:
+    """How many ops of each group a module holds: every key of GROUPS, zeros included."""
+    counts = dict.fromkeys(_ORDER, 0)
+    for match in _COMBINED.finditer(text):
+        counts[match.lastgroup] += 1
+    return counts
