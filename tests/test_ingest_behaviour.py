@@ -1,0 +1,165 @@
+"""Ingest behaviour the contract promises: round trips, deduplication, damage, bad input, the CLI."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+from sqlalchemy import func, select
+
+from app.blobs import BlobReader
+from app.ingest import Ingest, IngestError
+from app.models import Blob, Compilation, InputRecord, Problem, Snapshot
+from tests.conftest import FIXTURES, corpus_archive, ingest_paths
+
+LOG = gzip.decompress((FIXTURES / "sm90_add_kernel_dump.log.gz").read_bytes())
+BANNERS = [m.start() for m in re.finditer(rb"^// -----// ", LOG, re.M)]
+
+
+def write(tmp_path, name: str, data: bytes):
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def stored_bytes(db) -> int:
+    with db.session() as session:
+        return session.scalar(select(func.coalesce(func.sum(func.length(Blob.data)), 0)))
+
+
+def test_every_snapshot_round_trips_byte_for_byte(db, tmp_path):
+    run = ingest_paths(db, [write(tmp_path, "dump.log", LOG)])
+    (compilation,) = run["compilations"]
+    reader = BlobReader()
+    with db.session() as session:
+        snapshots = session.scalars(
+            select(Snapshot).join(Compilation).where(Compilation.run_id == run["run"]).order_by(Snapshot.index)
+        ).all()
+        assert len(snapshots) == len(BANNERS) == 78
+        for snapshot, start, end in zip(snapshots, BANNERS, BANNERS[1:] + [len(LOG)]):
+            original = LOG[start:end].partition(b"\n")[2]
+            assert reader.get(session, snapshot.blob) == original.rstrip(b"\n")
+            assert snapshot.header == LOG[start:end].partition(b"\n")[0].decode()
+
+
+def test_ingesting_the_same_bundle_twice_adds_almost_no_storage(db):
+    archive = corpus_archive("sm90_mix")
+    ingest_paths(db, [archive])
+    first = stored_bytes(db)
+    ingest_paths(db, [archive])
+    second = stored_bytes(db)
+    # The second run adds rows but no blob: every snapshot, artifact and log text is already stored.
+    assert second == first
+    assert first < archive.stat().st_size * 3  # and the first copy is compact
+
+
+def test_identical_snapshots_are_stored_once_within_a_run(db, tmp_path):
+    run = ingest_paths(db, [write(tmp_path, "dump.log", LOG)])
+    with db.session() as session:
+        distinct = session.scalar(
+            select(func.count(func.distinct(Snapshot.blob))).join(Compilation).where(Compilation.run_id == run["run"])
+        )
+    # At most one blob per change (a pass can restore an earlier IR), none for unchanged passes.
+    assert distinct <= run["compilations"][0]["changed"] < 78
+
+
+def test_log_cut_off_mid_dump_marks_the_compilation_partial(db, tmp_path):
+    cut = BANNERS[50] + 2000
+    run = ingest_paths(db, [write(tmp_path, "dump.log", LOG[:cut])])
+    (compilation,) = run["compilations"]
+    assert compilation["status"] == "partial"
+    assert compilation["snapshots"]["mlir"] + compilation["snapshots"]["internal"] == 50
+    assert run["damaged"] == 1
+    assert any(w["kind"] == "damaged-dump" and "ends inside" in w["message"] for w in run["warnings"])
+
+
+def test_interleaved_dumps_keep_intact_ones_and_count_damaged(db, tmp_path):
+    a_start, a_end = BANNERS[10], BANNERS[11]
+    half = LOG.index(b"\n", a_start + (a_end - a_start) // 2) + 1
+    mixed = LOG[:half] + LOG[BANNERS[30] : BANNERS[31]] + LOG[a_end:]
+    run = ingest_paths(db, [write(tmp_path, "dump.log", mixed)])
+    assert run["damaged"] == 1
+    (compilation,) = run["compilations"]
+    assert sum(compilation["snapshots"].values()) == 78  # 77 intact of its own + the interloper
+    with db.session() as session:
+        problem = session.scalar(select(Problem).where(Problem.kind == "damaged-dump"))
+        assert BlobReader().get(session, problem.blob)  # the damaged text is kept, not dropped
+
+
+def test_non_utf8_binary_and_empty_files_get_clear_messages_and_the_rest_is_kept(db, tmp_path):
+    log = b"\xff\xfe warning: not utf-8\n" + LOG
+    paths = [
+        write(tmp_path, "dump.log", log),
+        write(tmp_path, "junk.bin", bytes(range(256)) * 64),
+        write(tmp_path, "empty.log", b""),
+    ]
+    run = ingest_paths(db, paths)
+    assert run["compilations"][0]["snapshots"]["mlir"] == 76
+    messages = {(w["path"], w["message"]) for w in run["warnings"]}
+    assert ("junk.bin", "not a text log or a Triton file: binary data") in messages
+    assert ("empty.log", "empty file") in messages
+    assert any("not UTF-8" in message for _, message in messages)
+    with db.session() as session:
+        roles = dict(session.execute(select(InputRecord.path, InputRecord.role)).all())
+    assert roles == {"dump.log": "log", "junk.bin": "binary", "empty.log": "log"}
+
+
+def test_an_empty_upload_is_refused_with_a_clear_error(db, tmp_path):
+    with db.session() as session, pytest.raises(IngestError, match="empty"):
+        Ingest(session).ingest([write(tmp_path, "empty.log", b"")])
+    with db.session() as session, pytest.raises(IngestError, match="empty"):
+        Ingest(session).ingest([tmp_path / "nothing-here"])  # missing path: nothing to ingest
+
+
+def test_a_failed_ingest_leaves_no_partial_run(db, tmp_path, monkeypatch):
+    from app import ingest as ingest_module
+    from app.models import Run
+
+    def explode(*args, **kwargs):
+        raise RuntimeError("killed mid-ingest")
+
+    monkeypatch.setattr(ingest_module, "link_caches", explode)
+    with db.session() as session, pytest.raises(RuntimeError):
+        Ingest(session).ingest([write(tmp_path, "dump.log", LOG)])
+    with db.session() as session:
+        assert session.scalar(select(func.count(Run.id))) == 0
+        assert session.scalar(select(func.count(Blob.hash))) == 0
+
+
+def test_cli_ingest_json_and_serve_get(tmp_path):
+    db_url = f"sqlite:///{tmp_path / 'cli.db'}"
+    log = write(tmp_path, "dump.log.gz", gzip.compress(LOG))
+    result = subprocess.run(
+        [sys.executable, "-m", "app.cli", "ingest", "--db", db_url, "--json", str(log)],
+        capture_output=True, text=True, check=True,
+    )
+    run = json.loads(result.stdout)
+    assert set(run) >= {"run", "url", "compilations", "diagnostics", "damaged", "warnings"}
+    assert run["url"] == f"/runs/{run['run']}"
+    (compilation,) = run["compilations"]
+    assert {k: compilation[k] for k in ("kernel", "target", "status")} == {
+        "kernel": "add_kernel", "target": "cuda:90", "status": "ok"}
+    assert compilation["snapshots"] == {"mlir": 76, "internal": 2, "llvm": 0}
+
+    env = {"IRLENS_LOAD_DEMO": "false", "PATH": "/usr/bin:/bin"}
+    served = subprocess.run(
+        [sys.executable, "-m", "app.cli", "serve", "--db", db_url, "--get", f"/runs/{run['run']}.json"],
+        capture_output=True, text=True, check=True, env=env,
+    )
+    assert json.loads(served.stdout)["compilations"] == run["compilations"]
+    detail = subprocess.run(
+        [sys.executable, "-m", "app.cli", "serve", "--db", db_url, "--get", compilation["url"] + ".json"],
+        capture_output=True, text=True, check=True, env=env,
+    )
+    snapshots = json.loads(detail.stdout)["snapshots"]
+    assert len(snapshots) == 78
+    assert set(snapshots[0]) >= {"index", "pass", "pass_arg", "kind", "scope", "changed", "id", "url", "raw_url"}
+    raw = subprocess.run(
+        [sys.executable, "-m", "app.cli", "serve", "--db", db_url, "--get", snapshots[1]["raw_url"]],
+        capture_output=True, check=True, env=env,
+    ).stdout
+    assert raw.rstrip(b"\n") == LOG[BANNERS[1] : BANNERS[2]].partition(b"\n")[2].rstrip(b"\n")
