@@ -1,0 +1,60 @@
+"""Syntax highlighting and IR explanations: pure functions of IR text, no database or web code.
+
+* :func:`lexer_for` gives the (shared, cached) Pygments lexer for a kind of file or snapshot.
+* :mod:`app.highlight.mlir_lexer`: TTIR, TTGIR, Gluon IR and the LLVM dialect.
+* :mod:`app.highlight.ptx_lexer`: PTX, with predicates, ``::`` qualifiers and opcode suffixes.
+* :mod:`app.highlight.asm_lexers`: Pygments' LLVM IR and GAS lexers patched for Triton's output.
+* :mod:`app.highlight.layouts`: layout encodings (``#blocked``, ``#mma``...) explained in words.
+* :mod:`app.highlight.hwops`: which lines use TMA, TDM, MMA, barriers, async copies...
+
+Every lexer here marks locations (MLIR ``loc(...)``, PTX and AMDGCN ``.loc``/``.file``) as
+``Comment.Special`` so a renderer can hide them, and none emits ``Error`` tokens on the corpus.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from pygments.lexer import Lexer
+from pygments.lexers.data import JsonLexer
+from pygments.lexers.special import TextLexer
+
+from app.highlight.asm_lexers import AmdgcnLexer, TritonLlvmLexer
+from app.highlight.mlir_lexer import MLIRLexer
+from app.highlight.ptx_lexer import PTXLexer
+
+__all__ = ["KINDS", "lexer_for"]
+
+# kind → lexer class; a kind is a file extension without the dot or a snapshot's stage
+_LEXERS: dict[str, type[Lexer]] = {
+    "mlir": MLIRLexer,
+    "ttir": MLIRLexer,
+    "ttgir": MLIRLexer,
+    "source": MLIRLexer,
+    "glir": MLIRLexer,
+    "llvm-dialect": MLIRLexer,
+    "llir": TritonLlvmLexer,
+    "llvm": TritonLlvmLexer,
+    "llvm-ir": TritonLlvmLexer,
+    "ptx": PTXLexer,
+    "amdgcn": AmdgcnLexer,
+    "json": JsonLexer,
+    "text": TextLexer,
+}
+KINDS: frozenset[str] = frozenset(_LEXERS)
+
+
+def lexer_for(kind: str) -> Lexer:
+    """The lexer for ``kind`` ("ttgir", ".ptx", "LLIR"...), one shared instance per kind.
+
+    Unknown kinds get the plain-text lexer. The instances keep leading and trailing newlines
+    (``stripnl=False``), so token lines match the text's lines. Lexers hold no state between
+    calls, so sharing them across threads is safe.
+    """
+    kind = kind.strip().lower().lstrip(".")
+    return _lexer(kind if kind in _LEXERS else "text")
+
+
+@cache
+def _lexer(kind: str) -> Lexer:
+    return _LEXERS[kind](stripnl=False)

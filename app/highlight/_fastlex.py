@@ -62,14 +62,12 @@ class FastRegexLexer(RegexLexer):
             parts: list[str] = []
             actions: dict[int, tuple[Any, Any, int]] = {}
             group = 1
-            flags = cls.flags
             for rexmatch, action, new_state in rules:
                 compiled = rexmatch.__self__
-                flags = compiled.flags
                 parts.append("(" + compiled.pattern + ")")
                 actions[group] = (action, new_state, compiled.groups)
                 group += 1 + compiled.groups
-            tables[state] = (re.compile("|".join(parts), flags).match, actions)
+            tables[state] = (re.compile("|".join(parts), cls.flags).match, actions)
         cls._fast_tables = tables
         return tables
 
@@ -104,8 +102,8 @@ class FastRegexLexer(RegexLexer):
                     yield from action(self, _GroupView(m, outer, count))
             end = m.end()
             if end == pos and new_state is None:
-                # an empty match with no transition would loop forever; Pygments' loop
-                # cannot get here either, since the same rule would match again
+                # an empty match that changes no state would match again forever (Pygments'
+                # own loop would spin here); a rule bug, so say so
                 raise RuntimeError(f"empty match without a state change in {type(self).__name__}")
             pos = end
             if new_state is not None:

@@ -35,6 +35,7 @@ _ALIAS_DEF = re.compile(
     re.MULTILINE,
 )
 _HEAD = re.compile(r"#([\w$]+)\.([\w$.]+)")
+_ATTRIBUTE_NAME = re.compile(r"#[\w$.-]+")
 # what an explainer may raise on a value it did not expect
 _ODD_VALUE = (ValueError, TypeError, KeyError, IndexError, AttributeError, ZeroDivisionError, OverflowError)
 
@@ -84,7 +85,7 @@ def read_encoding(text: str, start: int = 0) -> str:
     ``"#ttg.slice<{dim = 1, parent = #blocked}>"``. An alias or a bare attribute
     (``#blocked``, ``#gluon.auto_encoding``) is returned as it is.
     """
-    match = re.compile(r"#[\w$.-]+").match(text, start)
+    match = _ATTRIBUTE_NAME.match(text, start)
     if match is None:
         return ""
     end = match.end()
@@ -202,7 +203,6 @@ def _parse_params(inner: str) -> list[tuple[str, str]]:
         if part.startswith("{") and part.endswith("}"):
             params.extend(_parse_params(part[1:-1]))
             continue
-        # `{...} [..]` without a comma between (padded_shared's dict after intervals)
         name, sep, value = part.partition("=")
         if sep and re.fullmatch(r"\s*[\w$.\"-]+\s*", name):
             params.append((name.strip().strip('"'), value.strip()))
