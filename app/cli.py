@@ -1,4 +1,4 @@
-"""The `irlens` command: ingest, serve, and (with --get) one in-process request."""
+"""The `irlens` command: ingest, serve (with --get: one in-process request), tokens, db, gc, delete, upload."""
 
 from __future__ import annotations
 
@@ -6,8 +6,15 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from app.settings import Settings
+
+if TYPE_CHECKING:  # imported late at run time, so `irlens --help` stays fast
+    import httpx
+
+    from app.db import Database
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -84,6 +91,19 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
+def _log_config() -> dict:
+    """uvicorn's logging, plus the "irlens" logger (deletions, retention, tokens, schema upgrades) at INFO.
+
+    Given to uvicorn so that every worker process sets it up too."""
+    import copy
+
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["loggers"]["irlens"] = {"handlers": ["default"], "level": "INFO", "propagate": False}
+    return config
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if args.get:
@@ -107,13 +127,292 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if args.db:
             os.environ["IRLENS_DB_URL"] = args.db
         uvicorn.run("app.main:create_app", factory=True, host=args.host, port=args.port, workers=workers,
-                    proxy_headers=args.proxy_headers, forwarded_allow_ips="*" if args.proxy_headers else None)
+                    proxy_headers=args.proxy_headers, forwarded_allow_ips="*" if args.proxy_headers else None,
+                    log_config=_log_config())
     else:
         from app.main import create_app
 
         uvicorn.run(create_app(settings), host=args.host, port=args.port, proxy_headers=args.proxy_headers,
-                    forwarded_allow_ips="*" if args.proxy_headers else None)
+                    forwarded_allow_ips="*" if args.proxy_headers else None, log_config=_log_config())
     return 0
+
+
+# -- teams: tokens, schema, deleting and retention, uploading to a server ------------------------------
+
+
+def _database(args: argparse.Namespace) -> Database:
+    from app.db import Database
+
+    return Database(_settings(args).database_url)
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    from app.auth import create_token, list_tokens, revoke_token
+
+    db = _database(args)
+    try:
+        with db.session() as session:
+            if args.token_command == "create":
+                try:
+                    token = create_token(session, args.name)
+                except ValueError as error:
+                    print(f"irlens: {error}", file=sys.stderr)
+                    return 1
+                session.commit()
+                print(f"created the API token {args.name!r}; it is shown once, keep it secret:")
+                print(token)  # the last line of the output: `irlens token create me | tail -1`
+            elif args.token_command == "list":
+                for token in list_tokens(session):
+                    created = token.created_at.isoformat(timespec="seconds") if token.created_at else ""
+                    print(f"{token.name}\t{created}")
+            elif not revoke_token(session, args.name):
+                print(f"irlens: no token named {args.name!r}", file=sys.stderr)
+                return 1
+            else:
+                session.commit()
+                print(f"revoked the API token {args.name!r}")
+    finally:
+        db.dispose()
+    return 0
+
+
+def cmd_db(args: argparse.Namespace) -> int:
+    from app.db import make_engine, upgrade_schema
+
+    engine = make_engine(_settings(args).database_url)
+    try:
+        before, after = upgrade_schema(engine, args.revision)
+    finally:
+        engine.dispose()
+    if before == after:
+        print(f"the database schema is at revision {after}")
+    else:
+        print(f"upgraded the database schema from {before or 'nothing'} to revision {after}")
+    return 0
+
+
+def cmd_gc(args: argparse.Namespace) -> int:
+    from app.retention import apply_retention, collect_all_blobs, expired_runs
+
+    settings = _settings(args)
+    days = args.days if args.days is not None else settings.retention_days
+    db = _database(args)
+    try:
+        if days:
+            if args.dry_run:
+                with db.session() as session:
+                    expired = expired_runs(session, days)
+                for run_id in expired:
+                    print(f"would delete run {run_id} (older than {days:g} days)")
+            else:
+                for deleted in apply_retention(db, days):
+                    print(f"deleted run {deleted.run} {deleted.title!r}: {deleted.blobs} blobs freed")
+        if not args.dry_run:
+            with db.session() as session:
+                removed = collect_all_blobs(session)
+                session.commit()
+            print(f"removed {removed} blobs no run used")
+    finally:
+        db.dispose()
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    from app.retention import delete_run
+
+    db = _database(args)
+    status = 0
+    try:
+        for run_id in args.runs:
+            deleted = delete_run(db, run_id, "deleted from the command line:")
+            if deleted is None:
+                print(f"irlens: no run {run_id}", file=sys.stderr)
+                status = 1
+            else:
+                print(f"deleted run {deleted.run} {deleted.title!r}: {deleted.blobs} blobs freed")
+    finally:
+        db.dispose()
+    return status
+
+
+Segment = bytes | tuple[str, int]  # literal bytes, or (a local file, its size) read as it streams
+
+
+def _tar_segments(folder: str) -> list[Segment]:
+    """A folder as a tar archive, built as it streams (its length known up front): members are named
+    FOLDER/relative/path, so the server sees the same tree `irlens ingest FOLDER` would."""
+    import os
+    import tarfile
+
+    root = os.path.abspath(folder)
+    top = os.path.basename(root.rstrip(os.sep)) or "upload"
+    segments: list[Segment] = []
+    for parent, subfolders, names in os.walk(root):
+        subfolders.sort()
+        for name in sorted(names):
+            local = os.path.join(parent, name)
+            if os.path.islink(local) or not os.path.isfile(local):
+                continue
+            info = os.stat(local)
+            member = tarfile.TarInfo(f"{top}/{os.path.relpath(local, root).replace(os.sep, '/')}")
+            member.size, member.mtime, member.mode = info.st_size, int(info.st_mtime), 0o644
+            segments.append(member.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape"))
+            segments.append((local, info.st_size))
+            if info.st_size % tarfile.BLOCKSIZE:
+                segments.append(b"\0" * (tarfile.BLOCKSIZE - info.st_size % tarfile.BLOCKSIZE))
+    segments.append(b"\0" * (2 * tarfile.BLOCKSIZE))  # the end-of-archive marker
+    return segments
+
+
+class MultipartUpload:
+    """A multipart/form-data body streamed from the files (never read whole), with a known length.
+
+    Files go as they are; a folder goes as a tar archive made on the fly (`FOLDER.tar`).
+    """
+
+    CHUNK = 1 << 20
+
+    def __init__(self, fields: list[tuple[str, str]], paths: list[str]) -> None:
+        import os
+        import secrets
+
+        self.boundary = "irlens-" + secrets.token_hex(16)
+        self.parts: list[tuple[bytes, list[Segment]]] = []
+        self.files = 0
+        for name, value in fields:
+            self.parts.append((self._head(name), [value.encode("utf-8")]))
+        for path in paths:
+            if os.path.isdir(path):
+                segments = _tar_segments(path)
+                self.files += sum(1 for segment in segments if isinstance(segment, tuple))
+                name = (os.path.basename(os.path.abspath(path).rstrip(os.sep)) or "upload") + ".tar"
+                self.parts.append((self._head("file", name), segments))
+            elif os.path.isfile(path):
+                self.files += 1
+                self.parts.append((self._head("file", os.path.basename(path)), [(path, os.path.getsize(path))]))
+            else:
+                raise FileNotFoundError(f"no such file or folder: {path}")
+        self.tail = f"--{self.boundary}--\r\n".encode("ascii")
+        self.length = len(self.tail) + sum(
+            len(head) + 2 + sum(len(s) if isinstance(s, bytes) else s[1] for s in segments)
+            for head, segments in self.parts
+        )
+        self.sent = 0
+
+    def _head(self, name: str, filename: str | None = None) -> bytes:
+        def quoted(text: str) -> str:  # as browsers do it
+            return text.replace("\\", "\\\\").replace('"', "%22").replace("\r", "%0D").replace("\n", "%0A")
+
+        disposition = f'form-data; name="{quoted(name)}"'
+        lines = [f"--{self.boundary}"]
+        if filename is None:
+            lines.append(f"Content-Disposition: {disposition}")
+        else:
+            lines += [
+                f'Content-Disposition: {disposition}; filename="{quoted(filename)}"',
+                "Content-Type: application/octet-stream",
+            ]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")
+
+    @property
+    def content_type(self) -> str:
+        return f"multipart/form-data; boundary={self.boundary}"
+
+    def stream(self, progress: Callable[[str, int], None] | None = None) -> Iterator[bytes]:
+        for head, segments in self.parts:
+            yield self._count(head, progress)
+            for segment in segments:
+                if isinstance(segment, bytes):
+                    yield self._count(segment, progress)
+                    continue
+                path, size = segment
+                with open(path, "rb") as source:
+                    left = size
+                    while left > 0:
+                        block = source.read(min(self.CHUNK, left))
+                        if not block:
+                            raise OSError(f"{path} shrank while it was being uploaded")
+                        left -= len(block)
+                        yield self._count(block, progress)
+            yield self._count(b"\r\n", progress)
+        yield self._count(self.tail, progress)
+
+    def _count(self, data: bytes, progress: Callable[[str, int], None] | None) -> bytes:
+        self.sent += len(data)
+        if progress:
+            progress("", self.sent)
+        return data
+
+
+def cmd_upload(args: argparse.Namespace) -> int:
+    import os
+    from urllib.parse import urljoin
+
+    import httpx
+
+    server = (args.server or os.environ.get("IRLENS_SERVER") or "").rstrip("/")
+    token = args.token or os.environ.get("IRLENS_TOKEN")
+    if not server:
+        print("irlens: which server? pass --server URL (or set IRLENS_SERVER)", file=sys.stderr)
+        return 2
+    headers = {"Accept": "application/json", "User-Agent": "irlens-upload"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    fields = [("title", args.title or "")] + [("tag", tag) for tag in args.tag or []]
+    if args.listed:
+        fields.append(("listed", "1"))
+    try:
+        body = MultipartUpload(fields, args.paths)
+    except OSError as error:
+        print(f"irlens: {error}", file=sys.stderr)
+        return 2
+    bar = ProgressBar(body.length) if sys.stderr.isatty() and not args.quiet else None
+    try:
+        with httpx.Client(timeout=httpx.Timeout(60.0, read=args.timeout), headers=headers) as client:
+            # Ask first, so a refused token does not cost the whole upload.
+            check = client.get(f"{server}/-/whoami.json")
+            if check.status_code == 401:
+                print(f"irlens: {server} refused the token: {_error_text(check)}", file=sys.stderr)
+                return 2
+            if check.status_code == 200 and check.json().get("require_token") and not token:
+                print(f"irlens: {server} needs a token to upload: pass --token (or set IRLENS_TOKEN)", file=sys.stderr)
+                return 2
+            response = client.post(
+                f"{server}/runs",
+                content=body.stream(bar),
+                headers={"Content-Type": body.content_type, "Content-Length": str(body.length)},
+            )
+    except (httpx.HTTPError, OSError) as error:
+        print(f"irlens: the upload to {server} failed: {error}", file=sys.stderr)
+        return 2
+    finally:
+        if bar:
+            bar.close()
+    if response.status_code != 201:
+        print(f"irlens: {server} answered {response.status_code}: {_error_text(response)}", file=sys.stderr)
+        return 2
+    summary = response.json()
+    link = urljoin(server + "/", summary["url"])
+    if args.json:
+        print(json.dumps({**summary, "link": link}, indent=1))
+        return 0
+    for compilation in summary.get("compilations", []):
+        counts = compilation["snapshots"]
+        print(
+            f"{compilation['id']:>4}  {compilation['status']:<8} {compilation['kernel'] or '?':<40} "
+            f"{counts['mlir']:>5} mlir {counts['internal']:>3} internal {counts['llvm']:>4} llvm"
+        )
+    print(f"uploaded {body.files} files ({body.length / 1e6:.1f} MB) to {server}", file=sys.stderr)
+    print(f"run {summary['run']}: {link}")
+    return 0
+
+
+def _error_text(response: httpx.Response) -> str:
+    try:
+        data = response.json()
+    except ValueError:
+        return response.text[:300]
+    return str(data.get("error") or data.get("detail") or data) if isinstance(data, dict) else str(data)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -137,6 +436,48 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--proxy-headers", action="store_true", help="trust X-Forwarded-* headers")
     serve.add_argument("--get", metavar="PATH", help="make one in-process request, print the body and exit")
     serve.set_defaults(handler=cmd_serve)
+
+    token = commands.add_parser("token", help="API tokens: create, list, revoke")
+    token_commands = token.add_subparsers(dest="token_command", required=True)
+    for name, text in (("create", "make a token for NAME; its last output line is the token"),
+                       ("list", "list the tokens' names"),
+                       ("revoke", "delete the token NAME (its sign-ins end too)")):
+        sub = token_commands.add_parser(name, help=text)
+        if name != "list":
+            sub.add_argument("name", metavar="NAME", help="who uploads with it (recorded as the runs' owner)")
+        sub.add_argument("--db", help="database URL")
+    token.set_defaults(handler=cmd_token)
+
+    db = commands.add_parser("db", help="the database schema")
+    db_commands = db.add_subparsers(dest="db_command", required=True)
+    upgrade = db_commands.add_parser("upgrade", help="apply the migrations (the app also does on start)")
+    upgrade.add_argument("--db", help="database URL")
+    upgrade.add_argument("--revision", default="head", help="target revision (default: the newest)")
+    db.set_defaults(handler=cmd_db)
+
+    gc = commands.add_parser("gc", aliases=["retention"],
+                             help="delete runs older than the retention, then blobs no run uses")
+    gc.add_argument("--db", help="database URL")
+    gc.add_argument("--days", type=float, help="delete runs older than this (default: the retention_days setting)")
+    gc.add_argument("--dry-run", action="store_true", help="list the runs that would go; change nothing")
+    gc.set_defaults(handler=cmd_gc)
+
+    delete = commands.add_parser("delete", help="delete runs by id, and the blobs only they used")
+    delete.add_argument("runs", nargs="+", metavar="RUN")
+    delete.add_argument("--db", help="database URL")
+    delete.set_defaults(handler=cmd_delete)
+
+    upload = commands.add_parser("upload", help="send files, folders or archives to an irlens server as a run")
+    upload.add_argument("paths", nargs="+", metavar="PATH", help="files, folders or archives")
+    upload.add_argument("--server", help="the server's URL, with its base path (default: IRLENS_SERVER)")
+    upload.add_argument("--token", help="an API token (default: IRLENS_TOKEN)")
+    upload.add_argument("--title", help="a title for the run")
+    upload.add_argument("--tag", action="append", help="a tag for the run (repeatable)")
+    upload.add_argument("--listed", action="store_true", help="list the run on everyone's home page")
+    upload.add_argument("--json", action="store_true", help="print the server's answer as JSON")
+    upload.add_argument("--quiet", action="store_true", help="no progress bar")
+    upload.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for the server's answer")
+    upload.set_defaults(handler=cmd_upload)
     return parser
 
 

@@ -42,6 +42,7 @@ from parsers.timing import TimingReport
 
 HEAD_BYTES = 8192
 MAX_SMALL_FILE = 512 << 20  # a single stage file or source larger than this is not read whole
+SNAPSHOT_BATCH = 5000  # snapshot rows per INSERT (executemany)
 Progress = Callable[[str, int], None]
 
 
@@ -94,21 +95,34 @@ class LogResult:
 
 
 class _LogText:
-    """A log's non-IR lines, hashed and compressed as they stream by."""
+    """A log's non-IR lines, hashed and compressed as they stream by (in blocks: most adds are the
+    single blank line between two dumps)."""
+
+    BLOCK = 1 << 20
 
     def __init__(self) -> None:
         self.digest = hashlib.sha256()
         self.compressor = zstandard.ZstdCompressor(level=3).compressobj()
         self.parts: list[bytes] = []
+        self.buffer: list[str] = []
+        self.buffered = 0
         self.size = 0
 
     def add(self, text: str) -> None:
-        data = text.encode("utf-8")
+        self.buffer.append(text)
+        self.buffered += len(text)
+        if self.buffered >= self.BLOCK:
+            self._compress()
+
+    def _compress(self) -> None:
+        data = "".join(self.buffer).encode("utf-8")
+        self.buffer, self.buffered = [], 0
         self.digest.update(data)
         self.size += len(data)
         self.parts.append(self.compressor.compress(data))
 
     def finish(self) -> tuple[str, int, bytes]:
+        self._compress()
         self.parts.append(self.compressor.flush())
         return self.digest.hexdigest(), self.size, b"".join(self.parts)
 
@@ -139,6 +153,12 @@ class Ingest:
 
     # -- entry point -----------------------------------------------------------
     def ingest(self, inputs: Iterable) -> Run:
+        try:
+            return self._ingest(inputs)
+        finally:
+            self.blobs.close()
+
+    def _ingest(self, inputs: Iterable) -> Run:
         self.session.add(self.run)
         self.session.flush()
         walker = SourceWalker(self.limits)
@@ -238,9 +258,13 @@ class Ingest:
         start = self.bytes_read
         replaced = 0
         for record in scan_log(stream):
-            if isinstance(record, Dump):
+            kind = type(record)
+            if kind is Dump:
                 self._add_dump(result, record, path)
-            elif isinstance(record, GapBlock):
+            elif kind is GapBlock:
+                if len(record.lines) == 1 and not record.lines[0][1]:
+                    text.add("\n")  # the blank line between two dumps: nothing to parse
+                    continue
                 text.add("".join(line + "\n" for _, line in record.lines))
                 for parsed in parse_gap(record.lines):
                     self._add_gap_record(result, parsed)
@@ -330,6 +354,7 @@ class Ingest:
         self.session.flush()
 
         snapshot_rows, artifact_rows, timing_rows = [], [], []
+        snapshot_insert = insert(Snapshot.__table__)  # Core executemany: no ORM work per row
         for record, _ in ordered:
             row = rows[id(record)]
             for snapshot in record.snapshots:
@@ -343,6 +368,9 @@ class Ingest:
                         blob=snapshot.blob, header=header.raw,
                     )
                 )
+                if len(snapshot_rows) >= SNAPSHOT_BATCH:
+                    self.session.execute(snapshot_insert, snapshot_rows)
+                    snapshot_rows = []
             for folder in links.get_all(id(record)):
                 for artifact in folder.files:
                     artifact_rows.append(dict(compilation_pk=row.pk, **artifact))
@@ -352,10 +380,12 @@ class Ingest:
                         dict(compilation_pk=row.pk, report=report_index, name=entry.name, depth=entry.depth,
                              wall=entry.wall, percent=entry.percent, analysis=entry.analysis)
                     )
-        batches = ((Snapshot, snapshot_rows), (Artifact, artifact_rows), (Timing, timing_rows), (Source, self.source_rows))
+        if snapshot_rows:
+            self.session.execute(snapshot_insert, snapshot_rows)
+        batches = ((Artifact, artifact_rows), (Timing, timing_rows), (Source, self.source_rows))
         for model, batch in batches:
             if batch:
-                self.session.execute(insert(model), batch)
+                self.session.execute(insert(model.__table__), batch)
 
         for diag, owner, log_name in diagnostics:
             self.session.add(

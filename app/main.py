@@ -10,11 +10,14 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import select
 
+from app.auth import AuthMiddleware
 from app.db import Database
 from app.models import Run
+from app.retention import start_retention
 from app.settings import Settings
 from app.urls import Urls
-from app.views import meta, runs
+from app.views import auth as auth_views
+from app.views import manage, meta, runs, snapshots
 from app.web import STATIC_DIR
 from parsers.sources import Limits
 
@@ -32,6 +35,7 @@ def load_demo(db: Database, limits: Limits) -> str | None:
             return None
         run = Ingest(session, title="Demo: real Triton captures (NVIDIA sm90, AMD gfx942/gfx1250)",
                      tags=["demo"], limits=limits).ingest(bundles)
+        run.listed = True  # on everyone's home page, even when tokens are required
         session.commit()
         log.info("loaded the demo run %s", run.id)
         return run.id
@@ -44,15 +48,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         if settings.load_demo:
             load_demo(app.state.db, app.state.limits)
+        retention = start_retention(app.state.db, settings.retention_days)
         yield
+        if retention:
+            retention.cancel()
         app.state.db.dispose()
 
     app = FastAPI(title="irlens", lifespan=lifespan, docs_url="/-/docs", redoc_url=None, openapi_url="/-/openapi.json")
     app.state.settings = settings
     app.state.db = Database(settings.database_url)
     app.state.urls = Urls(settings.base_url)
+    app.root_path = app.state.urls.base  # answer at /base/runs/X as well as a proxy-stripped /runs/X
+    app.add_middleware(AuthMiddleware)
     app.state.limits = Limits(max_total_bytes=settings.max_expanded_bytes, max_files=settings.max_files)
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
-    for router in (meta.router, runs.router):
+    for router in (meta.router, runs.router, snapshots.router, auth_views.router, manage.router):
         app.include_router(router)
     return app

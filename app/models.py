@@ -1,8 +1,11 @@
-"""Database schema. Texts live in `blobs`, addressed by content hash; rows refer to them by hash."""
+"""Database schema. Texts live in `blobs`, addressed by content hash; rows refer to them by hash.
+
+Every change here needs an Alembic migration in migrations/versions (tests/test_migrations.py checks
+that the migrations and these models agree)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sqlalchemy import (
     JSON,
@@ -15,12 +18,13 @@ from sqlalchemy import (
     LargeBinary,
     String,
     Text,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class Base(DeclarativeBase):
@@ -42,7 +46,9 @@ class Run(Base):
     id: Mapped[str] = mapped_column(String(32), primary_key=True)  # 128 random bits: the link is the capability
     title: Mapped[str] = mapped_column(String(300), default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    owner: Mapped[str | None] = mapped_column(String(200))
+    owner: Mapped[str | None] = mapped_column(String(200), index=True)  # the uploading token's name
+    # Unlisted runs are reachable by link only; listed ones show on everyone's home page and in search.
+    listed: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     tags: Mapped[list] = mapped_column(JSON, default=list)
     input_bytes: Mapped[int] = mapped_column(Integer, default=0)
     damaged: Mapped[int] = mapped_column(Integer, default=0)
@@ -50,6 +56,7 @@ class Run(Base):
     compilations: Mapped[list[Compilation]] = relationship(
         back_populates="run", order_by="Compilation.ordinal", cascade="all, delete-orphan"
     )
+    __table_args__ = (Index("ix_runs_created_at", "created_at"),)
 
 
 class Compilation(Base):
@@ -99,7 +106,7 @@ class Snapshot(Base):
     line: Mapped[int] = mapped_column(Integer)  # banner's line in the log
     size: Mapped[int] = mapped_column(Integer)
     line_count: Mapped[int] = mapped_column(Integer)
-    blob: Mapped[str] = mapped_column(ForeignKey("blobs.hash"))
+    blob: Mapped[str] = mapped_column(ForeignKey("blobs.hash"), index=True)
     header: Mapped[str] = mapped_column(Text)
     __table_args__ = (Index("ix_snapshot_compilation_index", "compilation_pk", "index", unique=True),)
 
@@ -114,7 +121,7 @@ class Artifact(Base):
     path: Mapped[str] = mapped_column(String(1000))
     size: Mapped[int] = mapped_column(Integer)
     sha256: Mapped[str] = mapped_column(String(64))
-    blob: Mapped[str | None] = mapped_column(ForeignKey("blobs.hash"))  # None for binaries
+    blob: Mapped[str | None] = mapped_column(ForeignKey("blobs.hash"), index=True)  # None for binaries
 
 
 class Timing(Base):
@@ -136,7 +143,7 @@ class Source(Base):
     pk: Mapped[int] = mapped_column(Integer, primary_key=True)
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
     path: Mapped[str] = mapped_column(String(1000))
-    blob: Mapped[str] = mapped_column(ForeignKey("blobs.hash"))
+    blob: Mapped[str] = mapped_column(ForeignKey("blobs.hash"), index=True)
 
 
 class Diagnostic(Base):
@@ -165,7 +172,7 @@ class InputRecord(Base):
     size: Mapped[int | None] = mapped_column(Integer)
     role: Mapped[str] = mapped_column(String(32))  # "log", "cache", "kernel-dump", "source", "skipped", ...
     note: Mapped[str | None] = mapped_column(Text)
-    log_blob: Mapped[str | None] = mapped_column(ForeignKey("blobs.hash"))  # a log's non-IR lines
+    log_blob: Mapped[str | None] = mapped_column(ForeignKey("blobs.hash"), index=True)  # a log's non-IR lines
 
 
 class Problem(Base):
@@ -179,10 +186,12 @@ class Problem(Base):
     path: Mapped[str | None] = mapped_column(String(1000))
     line: Mapped[int | None] = mapped_column(Integer)
     header: Mapped[str | None] = mapped_column(Text)
-    blob: Mapped[str | None] = mapped_column(ForeignKey("blobs.hash"))  # a damaged dump's text, kept
+    blob: Mapped[str | None] = mapped_column(ForeignKey("blobs.hash"), index=True)  # a damaged dump's text
 
 
 class ApiToken(Base):
+    """An API token: only its sha256 is stored. `name` is who uploads with it (a run's owner)."""
+
     __tablename__ = "api_tokens"
     pk: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)

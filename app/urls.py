@@ -19,7 +19,8 @@ def parse_snapshot_id(value: str) -> tuple[str, int, int] | None:
 
 class Urls:
     def __init__(self, base_url: str = "") -> None:
-        self.base = base_url.rstrip("/")
+        base = base_url.strip().rstrip("/")
+        self.base = base if not base or base.startswith("/") else "/" + base  # "irlens" means "/irlens"
 
     def path(self, path: str) -> str:
         return f"{self.base}{path}"
@@ -36,6 +37,10 @@ class Urls:
     def run(self, run_id: str) -> str:
         return self.path(f"/runs/{run_id}")
 
+    def run_log(self, run_id: str, input_pk: int) -> str:
+        """The stored non-IR text of one uploaded log file, as text/plain."""
+        return self.path(f"/runs/{run_id}/log/{input_pk}")
+
     def compilation(self, run_id: str, ordinal: int) -> str:
         return self.path(f"/runs/{run_id}/c/{ordinal}")
 
@@ -48,11 +53,47 @@ class Urls:
     def artifact(self, run_id: str, ordinal: int, artifact_pk: int) -> str:
         return self.path(f"/runs/{run_id}/c/{ordinal}/files/{artifact_pk}")
 
+    def artifact_view(self, run_id: str, ordinal: int, artifact_pk: int) -> str:
+        """A cache file highlighted like a snapshot (the bare artifact URL stays the raw file)."""
+        return self.artifact(run_id, ordinal, artifact_pk) + "/view"
+
+    def source_map(self, run_id: str, ordinal: int, file: str | None = None, line: int | None = None) -> str:
+        """Which IR lines of every pass of a compilation map to Python ``file:line``."""
+        url = self.compilation(run_id, ordinal) + "/map"
+        if file is not None and line is not None:
+            url += f"?file={quote(file, safe='/')}&line={line}"
+        return url
+
     def source(self, run_id: str, path: str) -> str:
         return self.path(f"/runs/{run_id}/src/{quote(path)}")
 
     def diff(self, left: str, right: str) -> str:
         return self.path(f"/diff/{left}..{right}")
+
+    # -- teams: sign-in, search, managing a run (app/views/auth.py, app/views/manage.py) --
+    def signin(self, next_url: str | None = None) -> str:
+        return self.path("/-/signin") + (f"?next={quote(next_url, safe='/')}" if next_url else "")
+
+    def signout(self) -> str:
+        return self.path("/-/signout")
+
+    def whoami(self) -> str:
+        return self.path("/-/whoami.json")
+
+    def search(self, query: str | None = None) -> str:
+        return self.path("/search") + (f"?q={quote(query, safe='')}" if query else "")
+
+    def run_edit(self, run_id: str) -> str:
+        return self.run(run_id) + "/edit"
+
+    def run_delete(self, run_id: str) -> str:
+        return self.run(run_id) + "/delete"
+
+    def route(self, path: str) -> str:
+        """A request path without the base URL, whether or not the proxy already stripped it."""
+        if self.base and (path == self.base or path.startswith(self.base + "/")):
+            return path[len(self.base):] or "/"
+        return path or "/"
 
     def json(self, url: str) -> str:
         """The .json twin of a page URL."""

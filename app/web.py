@@ -51,7 +51,8 @@ def respond(request: Request, template: str, data: dict[str, Any], status: int =
     urls: Urls = request.app.state.urls
     if wants_json(request):
         return JSONResponse(data, status_code=status, headers=headers)
-    json_url = urls.json(str(request.url.path)) if request.url.path != "/" else urls.path("/index.json")
+    route = urls.route(request.url.path)  # behind a proxy the path may arrive with or without the base URL
+    json_url = urls.json(urls.path(route)) if route != "/" else urls.path("/index.json")
     if request.url.query:
         json_url += f"?{request.url.query}"
     response = templates.TemplateResponse(

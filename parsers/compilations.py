@@ -13,12 +13,16 @@ counts do), or, before any compilation, are kept apart as orphans.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from parsers.records import Dump, DumpHeader
 
 _KERNEL_TT = re.compile(rb"^\s*tt\.func public @([^\s(]+)\(", re.M)
 _KERNEL_LLVM = re.compile(rb"^\s*llvm\.func @([^\s(]+)\(([^\n]*)", re.M)
+_NAME = re.compile(rb"([^\s(]+)\(")  # a symbol name and its "(": what follows "@" in the patterns above
+_TT_FUNC = b"tt.func public @"
+_LLVM_FUNC = b"llvm.func @"
 _TARGET = re.compile(rb'ttg\.target = "([^"]+)"|triton_gpu\.target = "([^"]+)"')
 _INLINER = {"Inliner", "InlinerPass"}
 _SCF_TO_CF = {"SCFToControlFlow", "SCFToControlFlowPass"}
@@ -28,18 +32,60 @@ _TO_LLVM = re.compile(r"^convert-triton-\w*gpu-to-llvm$|^ConvertTriton\w*GPUToLL
 STAGES = ("ttir", "ttgir", "llvm-dialect", "llvm-ir")
 
 
+def _symbols(body: bytes, prefix: bytes) -> Iterator[tuple[int, bytes, int]]:
+    """(start, name, end of name's "(") for each `prefix` at a line's start after blanks, like
+    `^\\s*PREFIX([^\\s(]+)\\(` with re.M, without running a regex over the whole body."""
+    at = body.find(prefix)
+    while at >= 0:
+        line_start = body.rfind(b"\n", 0, at) + 1
+        if line_start == at or not body[line_start:at].strip():
+            match = _NAME.match(body, at + len(prefix))
+            if match:
+                yield at, match.group(1), match.end()
+        at = body.find(prefix, at + 1)
+
+
 def kernel_of(body: bytes) -> str | None:
     """The kernel a module dump holds: its public tt.func, or the llvm.func that is not an extern."""
-    match = _KERNEL_TT.search(body)
-    if match:
-        return match.group(1).decode("utf-8", "replace")
+    for _, name, _ in _symbols(body, _TT_FUNC):
+        return name.decode("utf-8", "replace")
     # In the LLVM dialect, skip declarations (externs such as __nv_expf or __ockl_*): a definition's
     # line ends with "{"; prefer one marked as a kernel.
-    definitions = [m for m in _KERNEL_LLVM.finditer(body) if m.group(2).rstrip().endswith(b"{")]
-    for match in definitions:
-        if b"kernel" in match.group(2):
-            return match.group(1).decode("utf-8", "replace")
-    return definitions[0].group(1).decode("utf-8", "replace") if definitions else None
+    first = None
+    after = 0  # like finditer: a match runs to its line's end, so the next starts after it
+    for start, name, end in _symbols(body, _LLVM_FUNC):
+        if start < after:
+            continue
+        eol = body.find(b"\n", end)
+        eol = len(body) if eol < 0 else eol
+        after = eol
+        rest = body[end:eol]
+        if not rest.rstrip().endswith(b"{"):
+            continue
+        if b"kernel" in rest:
+            return name.decode("utf-8", "replace")
+        if first is None:
+            first = name
+    return first.decode("utf-8", "replace") if first is not None else None
+
+
+class _BodyFacts:
+    """kernel_of and line counts of the last few bodies, by identity: the log scanner hands out the
+    same bytes object again for a body equal to a recent one (an unchanged pass)."""
+
+    def __init__(self, size: int = 16) -> None:
+        self.size = size
+        self.entries: dict[int, tuple[bytes, str | None]] = {}
+
+    def kernel(self, body: bytes) -> str | None:
+        entry = self.entries.get(id(body))
+        if entry is not None and entry[0] is body:
+            return entry[1]
+        kernel = kernel_of(body)
+        if len(self.entries) >= self.size:
+            del self.entries[next(iter(self.entries))]
+        self.entries[id(body)] = (body, kernel)
+        return kernel
 
 
 def target_of(body: bytes) -> str | None:
@@ -57,7 +103,7 @@ def starts_compilation(header: DumpHeader, previous_pass: str | None) -> bool:
     return header.pass_name == "GluonInline" and previous_pass not in _SCF_TO_CF
 
 
-@dataclass
+@dataclass(slots=True)
 class SnapshotRecord:
     """A dump as the compilation keeps it: everything but the body, which the store holds by hash."""
 
@@ -102,6 +148,7 @@ class CompilationGrouper:
         self.orphans: list[tuple[str | None, SnapshotRecord]] = []
         self._open: dict[str, CompilationRecord] = {}
         self._current: CompilationRecord | None = None
+        self._facts = _BodyFacts()
 
     def add(self, dump: Dump, blob: str) -> CompilationRecord | None:
         header = dump.header
@@ -110,7 +157,7 @@ class CompilationGrouper:
             compilation = self._current
             kernel = compilation.kernel if compilation else None
         else:
-            kernel = kernel_of(dump.body)
+            kernel = self._facts.kernel(dump.body)
             compilation = self._open.get(kernel) if kernel else self._current
             current = self._current
             if compilation is None and current is not None and current.kernel:
@@ -155,7 +202,7 @@ class CompilationGrouper:
             line=dump.line,
             blob=blob,
             size=len(dump.body),
-            line_count=dump.body.count(b"\n") + 1 if dump.body else 0,
+            line_count=_line_count(dump),
             stage=stage,
             changed=previous != blob,  # the first snapshot counts as a change: it brings the IR
         )
@@ -173,3 +220,9 @@ class CompilationGrouper:
         if self._current is not None and self._current.status == "ok":
             self._current.status = "partial"
             self._current.status_reason = reason
+
+
+def _line_count(dump: Dump) -> int:
+    if dump.line_count is not None:
+        return dump.line_count
+    return dump.body.count(b"\n") + 1 if dump.body else 0

@@ -4,6 +4,13 @@ Works on large chunks and byte offsets rather than decoded lines: a dump body is
 `bytes.find` and sliced out whole, so the Python-level work is per dump, not per line.
 Damage is detected where it is cheap: a banner that starts mid-line (two writers interleaved),
 a dump cut off by the next banner or by the end of the log, and unbalanced braces.
+
+Speed (see bench/NOTES.md): the common case is an MLIR dump followed by a blank line and the next
+banner. The fast path finds the next banner mark once, takes the body in front of it, and looks at
+the body's bytes again only when they are new: a body equal to a recent one (most passes change
+nothing) is recognised with one `startswith` comparison in place, and the recent body object, its
+line count and its brace check are reused. Every other layout (gap text after a dump, a banner cut
+into a line, a dump running over a chunk's end) takes the general path, which gives the same records.
 """
 
 from __future__ import annotations
@@ -24,24 +31,60 @@ _LLVM_END = re.compile(
     rb"^(?:// -----// |; \*\*\* IR Dump |\*\*\* IR Dump |# \*\*\* IR Dump |===-|Traceback \(most recent call last\))",
     re.M,
 )
+UNBALANCED = "unbalanced braces: the dump is incomplete or mixed with other output"
+_NL = 10  # b"\n"[0]
+_CR = 13
+
+# Recently seen fast-path bodies, for recognising an unchanged pass without re-reading its body.
+_RECENT_BYTES = 32 << 20
+_RECENT_COUNT = 64
+_HEADER_CACHE = 8192
 
 
-def _chunks(stream: BinaryIO, chunk_size: int) -> Iterator[bytes]:
-    """Yield chunks that end at a newline (the last may not)."""
-    carry = b""
+def _chunks(stream: BinaryIO, chunk_size: int) -> Iterator[tuple[bytes, int, int]]:
+    """Yield (buffer, start, end) with buffer[start:end] whole lines (the stream's last may lack its
+    newline). Blocks are scanned where they were read, without copying: a line cut by a block's end is
+    joined with its rest and yielded on its own."""
+    carry: list[bytes] = []
     while True:
         block = stream.read(chunk_size)
         if not block:
             if carry:
-                yield carry
+                line = b"".join(carry)
+                yield line, 0, len(line)
             return
-        block = carry + block if carry else block
-        cut = block.rfind(b"\n")
-        if cut < 0:
-            carry = block
-            continue
-        carry = block[cut + 1 :]
-        yield block[: cut + 1]
+        start = 0
+        if carry:
+            newline = block.find(b"\n")
+            if newline < 0:
+                carry.append(block)
+                continue
+            carry.append(block[: newline + 1])
+            line = b"".join(carry)
+            carry = []
+            yield line, 0, len(line)
+            start = newline + 1
+        cut = block.rfind(b"\n", start) + 1
+        if cut > start:
+            yield block, start, cut
+        else:
+            cut = start
+        if cut < len(block):
+            carry.append(block[cut:])
+
+
+class _HeaderCache(dict):
+    """Banner bytes -> parsed header. Logs repeat a few hundred banners many times over."""
+
+    def parse(self, line: bytes) -> DumpHeader | None:
+        try:
+            return self[line]
+        except KeyError:
+            pass
+        if len(self) >= _HEADER_CACHE:
+            self.clear()
+        header = self[line] = _parse_banner(line)
+        return header
 
 
 def _parse_banner(line: bytes) -> DumpHeader | None:
@@ -49,6 +92,38 @@ def _parse_banner(line: bytes) -> DumpHeader | None:
     if line.startswith(mlir_dump.PREFIX):
         return mlir_dump.parse_header(text)
     return llvm_dump.parse_header(text)
+
+
+class _RecentBodies:
+    """The last few fast-path bodies by length: (body, newline count, braces balanced)."""
+
+    def __init__(self) -> None:
+        self.by_length: dict[int, list[tuple[bytes, int, bool]]] = {}
+        self.order: list[int] = []  # lengths, oldest first (one entry per body)
+        self.size = 0
+
+    def find(self, chunk: bytes, pos: int, length: int) -> tuple[bytes, int, bool] | None:
+        entries = self.by_length.get(length)
+        if entries:
+            for entry in reversed(entries):
+                if chunk.startswith(entry[0], pos):
+                    return entry
+        return None
+
+    def add(self, body: bytes, newlines: int, balanced: bool) -> None:
+        length = len(body)
+        if length > _RECENT_BYTES // 4:
+            return
+        self.by_length.setdefault(length, []).append((body, newlines, balanced))
+        self.order.append(length)
+        self.size += length
+        while self.size > _RECENT_BYTES or len(self.order) > _RECENT_COUNT:
+            oldest = self.order.pop(0)
+            entries = self.by_length[oldest]
+            entries.pop(0)
+            if not entries:
+                del self.by_length[oldest]
+            self.size -= oldest
 
 
 class _Scanner:
@@ -59,6 +134,8 @@ class _Scanner:
         self.parts: list[bytes] = []
         self.gap = GapBlock()
         self.pending_damage: str | None = None
+        self.headers = _HeaderCache()
+        self.recent = _RecentBodies()
 
     # -- dumps -------------------------------------------------------------
     def start(self, header: DumpHeader, line: int, damage: str | None = None) -> None:
@@ -70,7 +147,7 @@ class _Scanner:
         body = b"".join(self.parts).rstrip(b"\r\n")
         damage = damage or self.pending_damage
         if damage is None and self.header.kind != "llvm" and body.count(b"{") != body.count(b"}"):
-            damage = "unbalanced braces: the dump is incomplete or mixed with other output"
+            damage = UNBALANCED
         dump = Dump(self.header, body, self.header_line, damage, truncated)
         self.header, self.parts, self.pending_damage = None, [], None
         return dump
@@ -96,25 +173,23 @@ class _Scanner:
 def scan_log(stream: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[Dump | GapBlock | UnknownBanner]:
     """Yield dumps, gap-text blocks and unparseable banners in log order."""
     scan = _Scanner()
-    for chunk in _chunks(stream, chunk_size):
-        pos = 0
-        size = len(chunk)
+    for chunk, pos, size in _chunks(stream, chunk_size):
         # A dump that ended exactly at the previous chunk's end: its blank line starts this chunk.
-        if scan.header is not None and scan.header.kind != "llvm" and scan.parts and chunk.startswith(b"\n"):
+        if scan.header is not None and scan.header.kind != "llvm" and scan.parts and chunk.startswith(b"\n", pos):
             yield scan.finish()
             scan.line += 1
-            pos = 1
+            pos += 1
         while pos < size:
             if scan.header is None:
-                match = _BANNER.search(chunk, pos)
+                match = _BANNER.search(chunk, pos, size)
                 end = match.start() if match else size
-                yield from scan.add_gap(chunk[pos:end])
+                if end > pos:
+                    yield from scan.add_gap(chunk[pos:end])
                 if match is None:
-                    pos = size
                     break
-                pos = yield from _open_dump(scan, chunk, end)
+                pos = yield from _open_dump(scan, chunk, end, size)
             elif scan.header.kind == "llvm":
-                match = _LLVM_END.search(chunk, pos)
+                match = _LLVM_END.search(chunk, pos, size)
                 end = match.start() if match else size
                 scan.parts.append(chunk[pos:end])
                 scan.line += chunk.count(b"\n", pos, end)
@@ -122,7 +197,13 @@ def scan_log(stream: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[Dump | 
                 if match is not None:
                     yield scan.finish()
             else:
-                pos = yield from _continue_mlir(scan, chunk, pos)
+                if not scan.parts:
+                    dump = _fast_mlir(scan, chunk, pos, size)
+                    if dump is not None:
+                        pos = dump[1]
+                        yield dump[0]
+                        continue
+                pos = yield from _continue_mlir(scan, chunk, pos, size)
     if scan.header is not None:
         if scan.header.kind == "llvm":
             yield scan.finish()
@@ -134,16 +215,16 @@ def scan_log(stream: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[Dump | 
         yield scan.flush_gap()
 
 
-def _open_dump(scan: _Scanner, chunk: bytes, start: int, damage: str | None = None):
+def _open_dump(scan: _Scanner, chunk: bytes, start: int, size: int, damage: str | None = None):
     """Parse the banner at `start`; return the position after its line."""
-    eol = chunk.find(b"\n", start)
-    eol = len(chunk) if eol < 0 else eol + 1
+    eol = chunk.find(b"\n", start, size)
+    eol = size if eol < 0 else eol + 1
     banner = chunk[start:eol]
     # A second banner glued onto this one: two writers interleaved on one line.
     glued = banner.find(_MARK, len(_MARK))
     if glued > 0:
         damage = "banner interleaved with another dump's banner"
-    header = _parse_banner(banner if glued <= 0 else banner[:glued])
+    header = scan.headers.parse(banner if glued <= 0 else banner[:glued])
     if scan.gap.lines:
         yield scan.flush_gap()
     if header is None:
@@ -155,16 +236,53 @@ def _open_dump(scan: _Scanner, chunk: bytes, start: int, damage: str | None = No
     return eol
 
 
-def _continue_mlir(scan: _Scanner, chunk: bytes, pos: int):
+def _fast_mlir(scan: _Scanner, chunk: bytes, pos: int, size: int) -> tuple[Dump, int] | None:
+    """The common case: the body, a blank line (or several), the next banner, all in this chunk.
+
+    Returns the dump and the position after its blank line (further blank lines are gap text, as on
+    the general path), or None for the general path. The body must not start with a newline, end with
+    a CR, or hold a blank line: exactly when the general path would end the dump at the same place.
+    """
+    mark = chunk.find(_MARK, pos, size)
+    if mark < 0:
+        return None
+    end = mark  # the body's end: chunk[end:mark] is two or more newlines
+    while end > pos and chunk[end - 1] == _NL:
+        end -= 1
+    if mark - end < 2 or end <= pos:
+        return None
+    length = end - pos
+    recent = scan.recent.find(chunk, pos, length)
+    if recent is not None:
+        body, newlines, balanced = recent
+    else:
+        body = chunk[pos:end]
+        if body[0] == _NL or body[-1] == _CR or body.find(b"\n\n") >= 0:
+            return None
+        newlines = body.count(b"\n")
+        balanced = body.count(b"{") == body.count(b"}")
+        scan.recent.add(body, newlines, balanced)
+    header = scan.header
+    assert header is not None
+    damage = scan.pending_damage
+    if damage is None and not balanced:
+        damage = UNBALANCED
+    dump = Dump(header, body, scan.header_line, damage, False, newlines + 1)
+    scan.header, scan.pending_damage = None, None
+    scan.line += newlines + 2  # the body's lines and the blank line
+    return dump, end + 2
+
+
+def _continue_mlir(scan: _Scanner, chunk: bytes, pos: int, size: int):
     """Consume MLIR body bytes from `pos`; the body ends at the first blank line."""
-    end = chunk.find(b"\n\n", max(pos - 1, 0))
-    stop = len(chunk) if end < 0 else end + 1
+    end = chunk.find(b"\n\n", max(pos - 1, 0), size)
+    stop = size if end < 0 else end + 1
     foreign = chunk.find(_MARK, pos, stop)
     if foreign >= 0:
         # Another banner before this dump's blank line: this dump was cut short or interleaved.
         scan.parts.append(chunk[pos:foreign])
         scan.line += chunk.count(b"\n", pos, foreign)
-        at_line_start = foreign == 0 or chunk[foreign - 1 : foreign] == b"\n"
+        at_line_start = foreign == 0 or chunk[foreign - 1] == _NL
         damage = (
             "cut off by the next dump's banner" if at_line_start else "another dump's banner inside this dump"
         )
@@ -174,13 +292,12 @@ def _continue_mlir(scan: _Scanner, chunk: bytes, pos: int):
         yield scan.finish(damage)
         if not at_line_start:
             # The interrupting banner starts mid-line: split the line there.
-            scan.line += 0
-            return (yield from _open_dump(scan, chunk, foreign, "started in the middle of another line"))
+            return (yield from _open_dump(scan, chunk, foreign, size, "started in the middle of another line"))
         return foreign
     if end < 0:
-        scan.parts.append(chunk[pos:])
-        scan.line += chunk.count(b"\n", pos)
-        return len(chunk)
+        scan.parts.append(chunk[pos:size])
+        scan.line += chunk.count(b"\n", pos, size)
+        return size
     scan.parts.append(chunk[pos : end + 1])
     scan.line += chunk.count(b"\n", pos, end + 1) + 1  # body lines plus the blank line
     yield scan.finish()

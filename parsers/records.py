@@ -32,6 +32,7 @@ class Dump:
     line: int  # 1-based log line of the banner
     damage: str | None = None  # why it could not be kept intact, or None
     truncated: bool = False  # the log ended inside this dump
+    line_count: int | None = None  # lines in body, when the scanner already counted them
 
 
 @dataclass

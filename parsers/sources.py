@@ -162,7 +162,11 @@ class SourceWalker:
                     yield from self._visit(_file_blob(full, shown, info.st_size, follow=False), 0)
 
     def _walk_upload(self, name: str, stream: BinaryIO) -> Iterator[InputFile]:
-        display = _base_name(name) or "upload"
+        # A browser's folder upload names each file by its relative path (cache/HASH/k.ttgir): keep
+        # the path, which groups a cache folder's files; a name with ../ or a root keeps its base name.
+        display, problem = _member_name(name or "upload")
+        if problem:
+            display = _base_name(name) or "upload"
         if _is_seekable(stream):
             start = stream.tell()
             size = stream.seek(0, os.SEEK_END) - start

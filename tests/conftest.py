@@ -10,8 +10,9 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
-from app.db import Database
+from app.db import Database, make_engine
 from app.ingest import Ingest
 from app.models import Base
 from app.queries import run_summary
@@ -52,9 +53,11 @@ def fresh_db_url(tmp_path: Path) -> str:
     url = os.environ.get("IRLENS_TEST_DB_URL")
     if not url:
         return f"sqlite:///{tmp_path / 'irlens.db'}"
-    database = Database(url)
-    Base.metadata.drop_all(database.engine)
-    database.dispose()
+    engine = make_engine(url)
+    with engine.begin() as connection:
+        Base.metadata.drop_all(connection)
+        connection.execute(text("DROP TABLE IF EXISTS alembic_version"))
+    engine.dispose()
     return url
 
 

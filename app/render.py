@@ -1,0 +1,639 @@
+"""Render an IR text for the browser: highlighted lines, locations, layouts and hardware ops.
+
+Everything here is a function of a blob's text and its kind, and blobs never change, so each
+result is computed once per ``(blob hash, kind)`` and kept in a size-bounded LRU. A page view
+then only wraps the cached lines in its template.
+
+:func:`render_ir` returns a :class:`Rendered`: one HTML ``<div class="ln" id="L{n}">`` per line
+(line-number link, ``file:line`` gutter, hardware-op markers, the highlighted code), plus what
+the page and its JSON twin need next to it: the primary source location of every line, the
+layout aliases explained, and the hardware-op counts. The line markup is built here, like a
+Pygments formatter builds its own, because it is the hot loop (a 21,000-line LLVM-dialect
+snapshot is 7 MB of text); page structure stays in the templates.
+
+Markup contract, which ``static/snapshot.css`` and ``static/snapshot.js`` rely on (class names
+chosen not to collide with Pygments' short token classes such as ``l``, ``n``, ``m``, ``k``):
+
+* ``.ln`` a line; ``.locdef`` a line holding only location definitions (``#loc3 = loc(...)``,
+  PTX ``.loc``/``.file``); ``.hlN`` (N = 1..12) the colour of its Python line; ``.o-KEY`` one per
+  hardware-op group (see :data:`app.highlight.hwops.GROUPS`); ``data-py="F:L"`` the primary
+  frame as (index into :attr:`Rendered.loc_files`, line).
+* ``.nr`` the line-number link, ``.gtr`` the ``file:line`` gutter, ``.mk`` the op markers
+  (``<i class="hw-KEY">``), ``.code`` the code.
+* ``.lc`` a location token (``loc(...)`` and the blank before it), hidden unless locations are
+  shown; ``a.ly[data-ly=ALIAS]`` a use of a layout alias, linking to its definition, coloured
+  ``.yN``; ``.enc[data-enc=KEY]`` the head of an inline encoding (``#ttg.slice<...>``)
+  explained by :attr:`Rendered.encodings` under that key.
+* Pygments' short class names (``nf``, ``nv``, ``kt``...) for tokens.
+
+All text is HTML-escaped here; nothing from the IR reaches the page unescaped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import zlib
+from collections import Counter, OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pygments.lexer import Lexer
+from pygments.lexers.python import PythonLexer
+from pygments.token import STANDARD_TYPES, Comment, Name, Text, Whitespace, _TokenType
+
+from app.blobs import BlobReader
+from app.highlight import lexer_for
+from app.highlight.hwops import GROUPS, classify_line, count_groups
+from app.highlight.layouts import Layout, explain_encoding, find_layouts, read_encoding
+from parsers.loc import KINDS as LOC_KINDS
+from parsers.loc import LineLocs, SourceLoc, resolve
+
+__all__ = [
+    "LARGE_SNAPSHOT_LINES",
+    "PALETTE_SIZE",
+    "RENDER_VERSION",
+    "Rendered",
+    "RenderedSource",
+    "artifact_kind",
+    "blob_reader",
+    "cache_headers",
+    "etag",
+    "highlight_line",
+    "layout_dict",
+    "line_colour",
+    "ops_counts",
+    "render_ir",
+    "render_python",
+    "snapshot_kind",
+    "source_index",
+]
+
+# Bump when the markup changes: it is part of every ETag.
+RENDER_VERSION = "3"
+PALETTE_SIZE = 12  # --hl-1 .. --hl-12 in static/app.css
+LARGE_SNAPSHOT_LINES = 5000  # above this, lines are grouped in chunks painted lazily
+CHUNK_LINES = 250
+
+# Texts for pages are read through this reader; it keeps only a couple of texts, since the
+# rendered results are what is cached (a snapshot can be megabytes).
+blob_reader = BlobReader(capacity=4)
+
+_MLIR_KINDS = frozenset({"mlir", "ttir", "ttgir", "glir", "source"})
+_LAYOUT_DIALECTS = ("#ttg.", "#triton_gpu.", "#ttng.", "#triton_nvidia_gpu.", "#gluon.", "#amdg.", "#amdgpu.")
+
+
+# --------------------------------------------------------------------------- kinds and lexers
+
+
+def snapshot_kind(kind: str) -> str:
+    """The render kind of a snapshot: its ``kind`` column is "mlir", "internal" or "llvm"."""
+    return "llvm" if kind == "llvm" else "mlir"
+
+
+def artifact_kind(kind: str) -> str:
+    """The render kind of a cache file, from its ``kind`` column ("ttgir", "ptx", "json"...)."""
+    if kind in _MLIR_KINDS:
+        return "mlir"
+    if kind in ("llir", "ptx", "amdgcn", "json", "python"):
+        return kind
+    if kind == "grp":
+        return "json"
+    return "text"
+
+
+def _lexer(kind: str) -> Lexer:
+    if kind == "python":
+        return PythonLexer(stripnl=False)
+    return lexer_for(kind)
+
+
+def _loc_kind(kind: str) -> str | None:
+    kind = "llvm" if kind == "llir" else kind
+    return kind if kind in LOC_KINDS else None
+
+
+# --------------------------------------------------------------------------- escaping
+
+
+def _escape(text: str) -> str:
+    """Escape text for an element's content (quotes are harmless there)."""
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    return text
+
+
+def _attr(text: str) -> str:
+    """Escape text for a double-quoted attribute value."""
+    return _escape(text).replace('"', "&quot;")
+
+
+_CSS_CLASS: dict[_TokenType, str] = {}
+
+
+def _css_class(token_type: _TokenType) -> str:
+    css = _CSS_CLASS.get(token_type)
+    if css is None:
+        current = token_type
+        while current not in STANDARD_TYPES:
+            current = current.parent
+        css = STANDARD_TYPES[current]
+        _CSS_CLASS[token_type] = css
+    return css
+
+
+def _token_lines(text: str, lexer: Lexer) -> list[list[tuple[_TokenType, str]]]:
+    """The lexer's tokens, cut at newlines: one token list per line of ``text.split("\\n")``."""
+    lines: list[list[tuple[_TokenType, str]]] = [[]]
+    current = lines[0]
+    for _, token_type, value in lexer.get_tokens_unprocessed(text):
+        if "\n" not in value:
+            current.append((token_type, value))
+            continue
+        parts = value.split("\n")
+        if parts[0]:
+            current.append((token_type, parts[0]))
+        for part in parts[1:]:
+            current = []
+            lines.append(current)
+            if part:
+                current.append((token_type, part))
+    return lines
+
+
+def _plain_tokens_html(tokens: list[tuple[_TokenType, str]]) -> str:
+    parts = []
+    for token_type, value in tokens:
+        css = _css_class(token_type)
+        parts.append(f'<span class="{css}">{_escape(value)}</span>' if css else _escape(value))
+    return "".join(parts)
+
+
+def highlight_line(line: str, kind: str) -> str:
+    """One line highlighted on its own, as HTML (for snippets such as the map page's)."""
+    lexer = _cached_lexer(kind)
+    tokens = _token_lines(line, lexer)[0]
+    return _plain_tokens_html(tokens)
+
+
+_LEXERS: dict[str, Lexer] = {}
+
+
+def _cached_lexer(kind: str) -> Lexer:
+    lexer = _LEXERS.get(kind)
+    if lexer is None:
+        lexer = _LEXERS[kind] = _lexer(kind)
+    return lexer
+
+
+# --------------------------------------------------------------------------- colours
+
+
+def line_colour(file: str, line: int) -> int:
+    """A stable palette index (1..12) for a Python line: the same line has the same colour in
+    every pass and every page; neighbouring lines of a file differ."""
+    base = file.replace("\\", "/").rsplit("/", 1)[-1]
+    return (zlib.crc32(base.encode()) + line) % PALETTE_SIZE + 1
+
+
+def basename(path: str) -> str:
+    return path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class Rendered:
+    """An IR text rendered once: see the module docstring for the markup."""
+
+    kind: str
+    lines: list[str]  # one <div class="ln"> per line, 1-based line n at index n-1
+    locs: list[SourceLoc | None]  # primary frame per line
+    loc_files: list[str]  # files of primary frames, most lines first (data-py's F indexes this)
+    by_source: dict[tuple[str, int], list[int]]  # (file, line) -> 1-based IR lines
+    layouts: dict[str, Layout]  # alias (no '#') -> explained definition
+    layout_colours: dict[str, int]  # alias -> palette index
+    encodings: dict[str, Layout]  # inline encoding key ("e3") -> explained encoding
+    ops: dict[str, int]  # hardware-op counts (count_groups)
+    op_lines: dict[str, int]  # lines marked per group (ops, plus descriptor-carrying lines for TMA)
+    loc_lines: int  # lines with a location
+    loc_tokens: int = 0  # location tokens (loc(...), .loc) that the "hide locations" toggle hides
+    size: int = 0  # approximate bytes held, for the cache
+
+    @property
+    def line_count(self) -> int:
+        return len(self.lines)
+
+    @property
+    def large(self) -> bool:
+        return len(self.lines) > LARGE_SNAPSHOT_LINES
+
+    def chunks(self) -> list[str]:
+        """The lines joined in blocks of CHUNK_LINES (large texts) or one block."""
+        if not self.large:
+            return ["".join(self.lines)]
+        return ["".join(self.lines[start : start + CHUNK_LINES]) for start in range(0, len(self.lines), CHUNK_LINES)]
+
+    def chunk_sizes(self) -> list[int]:
+        if not self.large:
+            return [len(self.lines)]
+        return [min(CHUNK_LINES, len(self.lines) - start) for start in range(0, len(self.lines), CHUNK_LINES)]
+
+    def locs_json(self) -> list[dict[str, Any] | None]:
+        return [None if loc is None else {"file": loc.file, "line": loc.line, "col": loc.col} for loc in self.locs]
+
+    def layouts_json(self) -> dict[str, dict[str, Any]]:
+        return {alias: layout_dict(layout) for alias, layout in self.layouts.items()}
+
+
+@dataclass
+class SourceIndex:
+    """Which IR lines map to which Python lines: the cheap part of a render, for the map page."""
+
+    files: dict[str, int]  # primary file -> lines mapped to it
+    by_source: dict[tuple[str, int], list[int]]  # (file, line) -> 1-based IR lines
+    size: int = 0
+
+
+@dataclass
+class RenderedSource:
+    """A Python source file, highlighted per line."""
+
+    lines: list[str]  # highlighted code per line (no wrapper)
+    size: int = 0
+
+
+def layout_dict(layout: Layout) -> dict[str, Any]:
+    return {
+        "alias": layout.alias,
+        "kind": layout.kind,
+        "dialect": layout.dialect,
+        "definition": layout.definition,
+        "line": layout.line,
+        "summary": layout.summary,
+        "fields": [
+            {"name": item.name, "value": item.value, "explanation": item.explanation} for item in layout.fields
+        ],
+    }
+
+
+# --------------------------------------------------------------------------- the cache
+
+
+class _SizedLRU:
+    """An LRU bounded by the total size of its values (and by a count), safe across threads."""
+
+    def __init__(self, max_bytes: int, max_items: int) -> None:
+        self.max_bytes = max_bytes
+        self.max_items = max_items
+        self.items: OrderedDict[tuple, tuple[Any, int]] = OrderedDict()
+        self.bytes = 0
+        self.lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: tuple) -> Any | None:
+        with self.lock:
+            entry = self.items.get(key)
+            if entry is None:
+                self.misses += 1
+                return None
+            self.hits += 1
+            self.items.move_to_end(key)
+            return entry[0]
+
+    def put(self, key: tuple, value: Any, size: int) -> None:
+        with self.lock:
+            if key in self.items:
+                return
+            self.items[key] = (value, size)
+            self.bytes += size
+            while len(self.items) > 1 and (self.bytes > self.max_bytes or len(self.items) > self.max_items):
+                _, (_, old_size) = self.items.popitem(last=False)
+                self.bytes -= old_size
+
+    def clear(self) -> None:
+        with self.lock:
+            self.items.clear()
+            self.bytes = 0
+
+
+_RENDERED = _SizedLRU(max_bytes=384 << 20, max_items=512)
+_SOURCES = _SizedLRU(max_bytes=32 << 20, max_items=256)
+_OPS = _SizedLRU(max_bytes=16 << 20, max_items=100_000)
+_INDEXES = _SizedLRU(max_bytes=64 << 20, max_items=4096)
+
+
+def clear_caches() -> None:
+    """Forget every cached result (tests use this to time a cold render)."""
+    for cache in (_RENDERED, _SOURCES, _OPS, _INDEXES):
+        cache.clear()
+    _LEXERS.clear()
+
+
+TextLoader = Callable[[], str | None]
+
+
+def render_ir(digest: str, kind: str, load_text: TextLoader) -> Rendered:
+    """The rendered text of blob ``digest`` as ``kind`` ("mlir", "llvm", "ptx"...), cached."""
+    key = (digest, kind)
+    cached = _RENDERED.get(key)
+    if cached is not None:
+        return cached
+    text = load_text() or ""
+    if kind == "json":
+        text = _pretty_json(text)
+    rendered = _render(text, kind)
+    _RENDERED.put(key, rendered, rendered.size)
+    return rendered
+
+
+def render_python(digest: str, load_text: TextLoader) -> RenderedSource:
+    """A Python source file highlighted per line, cached by blob hash."""
+    key = (digest, "python")
+    cached = _SOURCES.get(key)
+    if cached is not None:
+        return cached
+    text = load_text() or ""
+    lines = [_plain_tokens_html(tokens) for tokens in _token_lines(text, _cached_lexer("python"))]
+    if len(lines) > 1 and lines[-1] == "":
+        lines.pop()
+    source = RenderedSource(lines=lines, size=sum(len(line) for line in lines) + 64 * len(lines))
+    _SOURCES.put(key, source, source.size)
+    return source
+
+
+def ops_counts(digest: str, load_text: TextLoader) -> dict[str, int]:
+    """count_groups of a blob's text, cached by hash (for the compilation's pass timeline)."""
+    key = (digest, "ops")
+    cached = _OPS.get(key)
+    if cached is not None:
+        return cached
+    rendered = _RENDERED.get((digest, "mlir")) or _RENDERED.get((digest, "llvm"))
+    counts = dict(rendered.ops) if rendered is not None else count_groups(load_text() or "")
+    _OPS.put(key, counts, 64 * len(counts) + 64)
+    return counts
+
+
+def source_index(digest: str, kind: str, load_text: TextLoader) -> SourceIndex:
+    """The (file, line) -> IR lines index of a blob, from its render when cached, else from
+    its locations alone (no highlighting), cached by hash."""
+    rendered = _RENDERED.get((digest, kind))
+    if rendered is not None:
+        return _index_of(rendered.by_source)
+    key = (digest, kind, "index")
+    cached = _INDEXES.get(key)
+    if cached is not None:
+        return cached
+    loc_kind = _loc_kind(kind)
+    by_source: dict[tuple[str, int], list[int]] = {}
+    if loc_kind is not None:
+        for index, line_locs in enumerate(resolve(load_text() or "", loc_kind)):
+            if line_locs.primary is not None:
+                by_source.setdefault((line_locs.primary.file, line_locs.primary.line), []).append(index + 1)
+    index = _index_of(by_source)
+    _INDEXES.put(key, index, index.size)
+    return index
+
+
+def _index_of(by_source: dict[tuple[str, int], list[int]]) -> SourceIndex:
+    files: Counter[str] = Counter()
+    for (file, _), lines in by_source.items():
+        files[file] += len(lines)
+    size = 64 * len(by_source) + 8 * sum(files.values())
+    return SourceIndex(files=dict(files.most_common()), by_source=by_source, size=size)
+
+
+def cache_stats() -> dict[str, dict[str, int]]:
+    return {
+        name: {"items": len(cache.items), "bytes": cache.bytes, "hits": cache.hits, "misses": cache.misses}
+        for name, cache in (("rendered", _RENDERED), ("sources", _SOURCES), ("ops", _OPS), ("indexes", _INDEXES))
+    }
+
+
+def _pretty_json(text: str) -> str:
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False) + "\n"
+    except ValueError:
+        return text
+
+
+# --------------------------------------------------------------------------- ETags
+
+_TEMPLATE_FILES = ("snapshot.html", "compilation.html", "_snap_layouts.html", "_snap_source.html", "_snap_help.html")
+
+
+def _build_digest() -> str:
+    """A digest of this module and the snapshot templates: a deploy that changes them changes every ETag."""
+    digest = hashlib.sha256(RENDER_VERSION.encode())
+    root = Path(__file__).resolve().parent.parent
+    for path in [Path(__file__), *(root / "templates" / name for name in _TEMPLATE_FILES)]:
+        try:
+            digest.update(path.read_bytes())
+        except OSError:
+            continue
+    return digest.hexdigest()[:10]
+
+
+_BUILD = _build_digest()
+
+
+def etag(digest: str, variant: str = "") -> str:
+    """The ETag of a page rendered from blob ``digest``: blob hash + render version (+ variant)."""
+    tag = f"{digest}.{RENDER_VERSION}.{_BUILD}"
+    if variant:
+        tag += "." + hashlib.sha256(variant.encode()).hexdigest()[:10]
+    return f'"{tag}"'
+
+
+def cache_headers(tag: str) -> dict[str, str]:
+    return {"ETag": tag, "Cache-Control": "private, max-age=0, must-revalidate"}
+
+
+def not_modified(if_none_match: str | None, tag: str) -> bool:
+    if not if_none_match:
+        return False
+    candidates = [candidate.strip() for candidate in if_none_match.split(",")]
+    return "*" in candidates or tag in candidates or f"W/{tag}" in candidates
+
+
+# --------------------------------------------------------------------------- the renderer
+
+
+@dataclass
+class _Decorations:
+    """Per-text lookups the line loop consults."""
+
+    layouts: dict[str, Layout] = field(default_factory=dict)
+    layout_colours: dict[str, int] = field(default_factory=dict)
+    layout_lines: dict[int, str] = field(default_factory=dict)  # 1-based definition line -> alias
+    encodings: dict[str, Layout] = field(default_factory=dict)
+    encoding_keys: dict[str, str] = field(default_factory=dict)  # encoding text -> key
+
+
+def _render(text: str, kind: str) -> Rendered:
+    token_lines = _token_lines(text, _cached_lexer(kind))
+    raw_lines = text.split("\n")
+    if len(raw_lines) > 1 and raw_lines[-1] == "":  # the newline ending the last line
+        raw_lines.pop()
+        token_lines = token_lines[: len(raw_lines)]
+
+    loc_kind = _loc_kind(kind)
+    line_locs: list[LineLocs] = resolve(text, loc_kind) if loc_kind else []
+    primaries: list[SourceLoc | None] = [
+        line_locs[index].primary if index < len(line_locs) else None for index in range(len(raw_lines))
+    ]
+    files = Counter(loc.file for loc in primaries if loc is not None)
+    loc_files = [file for file, _ in files.most_common()]
+    file_index = {file: index for index, file in enumerate(loc_files)}
+
+    decorations = _Decorations()
+    if kind == "mlir":
+        decorations.layouts = find_layouts(text)
+        for number, (alias, layout) in enumerate(decorations.layouts.items()):
+            decorations.layout_colours[alias] = number % PALETTE_SIZE + 1
+            if layout.line is not None:
+                decorations.layout_lines[layout.line] = alias
+
+    op_lines = dict.fromkeys((group.key for group in GROUPS), 0)
+    by_source: dict[tuple[str, int], list[int]] = {}
+    html_lines: list[str] = []
+    previous_gutter = ""
+    loc_lines = 0
+    loc_tokens = 0
+    for index, raw in enumerate(raw_lines):
+        number = index + 1
+        tokens = token_lines[index] if index < len(token_lines) else []
+        code, loc_only = _line_code(tokens, raw, decorations, number)
+        if 'class="lc"' in code:
+            loc_tokens += code.count('class="lc"')
+        classes = ["ln"]
+        if loc_only:
+            classes.append("locdef")
+        groups = classify_line(raw) if raw else []
+        for key in groups:
+            op_lines[key] += 1
+            classes.append(f"o-{key}")
+        primary = primaries[index]
+        attrs = ""
+        gutter = ""
+        if primary is not None:
+            loc_lines += 1
+            by_source.setdefault((primary.file, primary.line), []).append(number)
+            classes.append(f"hl{line_colour(primary.file, primary.line)}")
+            attrs = f' data-py="{file_index[primary.file]}:{primary.line}"'
+            label = f"{basename(primary.file)}:{primary.line}"
+            frames = line_locs[index].frames
+            title = " ← ".join(f"{frame.file}:{frame.line}" + (f":{frame.col}" if frame.col else "") for frame in frames)
+            name = line_locs[index].name
+            if name:
+                title = f"{name} @ {title}"
+            same = " same" if label == previous_gutter else ""
+            gutter = f'<span class="gtr{same}" title="{_attr(title)}">{_escape(label)}</span>'
+            previous_gutter = label
+        else:
+            gutter = '<span class="gtr"></span>'
+            if not loc_only and raw.strip():
+                previous_gutter = ""
+        markers = "".join(f'<i class="hw-{key}"></i>' for key in groups)
+        html_lines.append(
+            f'<div class="{" ".join(classes)}" id="L{number}"{attrs}>'
+            f'<a class="nr" href="#L{number}">{number}</a>{gutter}'
+            f'<span class="mk">{markers}</span><span class="code">{code}</span></div>'
+        )
+
+    ops = count_groups(text) if kind in ("mlir", "llvm") else dict.fromkeys(op_lines, 0)
+    size = sum(len(line) for line in html_lines) + 120 * len(html_lines)
+    return Rendered(
+        kind=kind,
+        lines=html_lines,
+        locs=primaries,
+        loc_files=loc_files,
+        by_source=by_source,
+        layouts=decorations.layouts,
+        layout_colours=decorations.layout_colours,
+        encodings=decorations.encodings,
+        ops=ops,
+        op_lines=op_lines,
+        loc_lines=loc_lines,
+        loc_tokens=loc_tokens,
+        size=size,
+    )
+
+
+_LOC_TOKEN = Comment.Special
+_SPACE_TYPES = (Whitespace, Text.Whitespace)
+
+
+def _line_code(
+    tokens: list[tuple[_TokenType, str]], raw: str, decorations: _Decorations, number: int
+) -> tuple[str, bool]:
+    """One line's code as HTML, and whether it holds nothing but location tokens."""
+    parts: list[str] = []
+    append = parts.append
+    column = 0
+    has_loc = False
+    has_other = False
+    pending_space = ""  # a blank before a loc(...) is hidden with it
+    layouts = decorations.layouts
+    css_classes = _CSS_CLASS
+    for token_type, value in tokens:
+        start = column
+        column += len(value)
+        if token_type is Whitespace or token_type is Text.Whitespace or (token_type is Text and value.isspace()):
+            if pending_space:
+                append(pending_space)
+            pending_space = value
+            continue
+        if token_type is _LOC_TOKEN:
+            has_loc = True
+            append(f'<span class="lc">{pending_space}<span class="cs">{_escape(value)}</span></span>')
+            pending_space = ""
+            continue
+        if pending_space:
+            append(pending_space)
+            pending_space = ""
+        if token_type not in Comment:  # a comment beside a .loc (PTX's "// k.py:13:19") is part of it
+            has_other = True
+        if token_type is Name.Decorator and layouts and value[:1] == "#" and value[1:] in layouts:
+            alias = value[1:]
+            layout = layouts[alias]
+            colour = decorations.layout_colours[alias]
+            target = f' href="#L{layout.line}"' if layout.line else ""
+            definition = " def" if start == 0 and decorations.layout_lines.get(number) == alias else ""
+            append(f'<a class="ly y{colour}{definition}" data-ly="{_attr(alias)}"{target}>{_escape(value)}</a>')
+            continue
+        if token_type is Name.Builtin and value.startswith(_LAYOUT_DIALECTS) and number not in decorations.layout_lines:
+            key = _encoding_key(raw, start, decorations)
+            if key is not None:
+                append(f'<span class="nb enc" data-enc="{key}">{_escape(value)}</span>')
+                continue
+        css = css_classes.get(token_type)
+        if css is None:
+            css = _css_class(token_type)
+        append(f'<span class="{css}">{_escape(value)}</span>' if css else _escape(value))
+    if pending_space:
+        append(pending_space)
+    return "".join(parts), has_loc and not has_other
+
+
+def _encoding_key(raw: str, start: int, decorations: _Decorations) -> str | None:
+    """The key of the inline encoding starting at ``raw[start]``, explained once per text."""
+    encoding = read_encoding(raw, start)
+    if not encoding:
+        return None
+    key = decorations.encoding_keys.get(encoding)
+    if key is None:
+        layout = explain_encoding(encoding, aliases=decorations.layouts)  # never raises on odd input
+        key = f"e{len(decorations.encodings) + 1}"
+        decorations.encoding_keys[encoding] = key
+        decorations.encodings[key] = layout
+    return key

@@ -1,0 +1,169 @@
+"""Deleting runs, and the blobs nobody uses any more; the retention schedule that does it by age.
+
+Blobs are content-addressed and shared: two runs of the same kernel store its IR once. Deleting a run
+removes its rows, then each blob it referred to that no other row refers to (snapshots, artifacts,
+sources, inputs' log texts, problems' damaged dumps). Everything is logged on the "irlens" logger.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import Delete, delete, exists, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.db import Database
+from app.models import (
+    Artifact,
+    Blob,
+    Compilation,
+    Diagnostic,
+    InputRecord,
+    Problem,
+    Run,
+    Snapshot,
+    Source,
+    Timing,
+)
+
+log = logging.getLogger("irlens")
+
+RETENTION_INTERVAL_SECONDS = 3600
+_CHUNK = 500  # hashes per DELETE ... IN (...): well under SQLite's and PostgreSQL's parameter limits
+
+# Every column that refers to a blob.
+BLOB_REFERENCES = (Snapshot.blob, Artifact.blob, Source.blob, InputRecord.log_blob, Problem.blob)
+
+
+@dataclass
+class Deleted:
+    run: str
+    title: str
+    blobs: int  # blobs removed because no other run used them
+
+
+def _unused(hashes: list[str]) -> Delete:
+    statement = delete(Blob).where(Blob.hash.in_(hashes))
+    for column in BLOB_REFERENCES:
+        statement = statement.where(~exists().where(column == Blob.hash))
+    return statement
+
+
+def run_blobs(session: Session, run_id: str) -> set[str]:
+    """Every blob a run's rows refer to."""
+    compilations = select(Compilation.pk).where(Compilation.run_id == run_id)
+    queries = (
+        select(Snapshot.blob).where(Snapshot.compilation_pk.in_(compilations)),
+        select(Artifact.blob).where(Artifact.compilation_pk.in_(compilations), Artifact.blob.is_not(None)),
+        select(Source.blob).where(Source.run_id == run_id),
+        select(InputRecord.log_blob).where(InputRecord.run_id == run_id, InputRecord.log_blob.is_not(None)),
+        select(Problem.blob).where(Problem.run_id == run_id, Problem.blob.is_not(None)),
+    )
+    hashes: set[str] = set()
+    for query in queries:
+        hashes.update(session.scalars(query.distinct()))
+    return hashes
+
+
+def _delete_rows(session: Session, run_id: str) -> None:
+    """A run's rows, children first (so it works with or without ON DELETE CASCADE)."""
+    compilations = select(Compilation.pk).where(Compilation.run_id == run_id).scalar_subquery()
+    for model in (Snapshot, Artifact, Timing):
+        session.execute(delete(model).where(model.compilation_pk.in_(compilations)))
+    for model in (Diagnostic, Compilation, Source, InputRecord, Problem):
+        session.execute(delete(model).where(model.run_id == run_id))
+    session.execute(delete(Run).where(Run.id == run_id))
+
+
+def collect_blobs(session: Session, candidates: Iterable[str]) -> int:
+    """Delete those of `candidates` that no row refers to. Returns how many went."""
+    hashes = sorted(set(candidates))
+    removed = 0
+    for start in range(0, len(hashes), _CHUNK):
+        removed += session.execute(_unused(hashes[start : start + _CHUNK])).rowcount or 0
+    return removed
+
+
+def collect_all_blobs(session: Session) -> int:
+    """Delete every blob no row refers to (`irlens gc`: also catches leftovers of interrupted deletes)."""
+    hashes = list(
+        session.scalars(select(Blob.hash).where(*(~exists().where(c == Blob.hash) for c in BLOB_REFERENCES)))
+    )
+    return collect_blobs(session, hashes)
+
+
+def delete_run(db: Database, run_id: str, reason: str = "deleted") -> Deleted | None:
+    """Delete one run and the blobs only it used, in one transaction. None if there is no such run.
+
+    An ingest running at the same moment may start using one of those blobs; the database's foreign
+    keys then refuse the blob deletion, and we try again (the blob is kept).
+    """
+    for attempt in range(3):
+        with db.session() as session:
+            run = session.get(Run, run_id)
+            if run is None:
+                return None
+            title = run.title
+            candidates = run_blobs(session, run_id)
+            session.expunge(run)
+            _delete_rows(session, run_id)
+            try:
+                removed = collect_blobs(session, candidates)
+                session.commit()
+            except IntegrityError:
+                session.rollback()
+                if attempt == 2:
+                    raise
+                continue
+        log.info(
+            "%s run %s (%r): %d of its %d blobs were not used elsewhere and were removed",
+            reason,
+            run_id,
+            title,
+            removed,
+            len(candidates),
+        )
+        return Deleted(run_id, title, removed)
+    return None
+
+
+def expired_runs(session: Session, days: float, now: datetime | None = None) -> list[str]:
+    cutoff = (now or datetime.now(UTC)) - timedelta(days=days)
+    return list(session.scalars(select(Run.id).where(Run.created_at < cutoff).order_by(Run.created_at)))
+
+
+def apply_retention(db: Database, days: float, now: datetime | None = None) -> list[Deleted]:
+    """Delete every run created more than `days` days ago, one transaction per run."""
+    with db.session() as session:
+        run_ids = expired_runs(session, days, now)
+    deleted = [
+        result for run_id in run_ids if (result := delete_run(db, run_id, f"retention ({days:g} days):"))
+    ]
+    if deleted:
+        log.info("retention: deleted %d runs older than %g days", len(deleted), days)
+    return deleted
+
+
+async def retention_loop(db: Database, days: float, interval: float = RETENTION_INTERVAL_SECONDS) -> None:
+    """The schedule started in the app's lifespan: now, then every `interval` seconds, until cancelled."""
+    from starlette.concurrency import run_in_threadpool
+
+    log.info("retention: runs older than %g days are deleted, checked every %g s", days, interval)
+    while True:
+        try:
+            await run_in_threadpool(apply_retention, db, days)
+        except Exception:  # keep the schedule alive; the next round tries again
+            log.exception("retention: a round failed")
+        await asyncio.sleep(interval)
+
+
+def start_retention(db: Database, days: float | None) -> asyncio.Task | None:
+    """Start the retention schedule when `retention_days` is set (call from the app's lifespan)."""
+    if not days or days <= 0:
+        return None
+    return asyncio.create_task(retention_loop(db, days), name="irlens-retention")

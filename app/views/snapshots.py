@@ -1,0 +1,419 @@
+"""A compilation's pass timeline, one snapshot's IR, a cache file, and a Python line across passes.
+
+Pages here render IR through :mod:`app.render`, which caches the expensive work per blob hash.
+A snapshot or file page answers ``If-None-Match`` with 304, since what it shows is a function
+of an immutable blob and the render version.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import Response
+from markupsafe import Markup
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app import render
+from app.highlight.hwops import GROUPS
+from app.models import Artifact, Compilation, Snapshot, Source
+from app.queries import artifact_sort_key, compilation_detail, snapshot_dict
+from app.urls import Urls, snapshot_id
+from app.web import SessionDep, UrlsDep, int_param, respond, strip_json, wants_json
+from parsers.loc import match_source
+
+router = APIRouter()
+
+MAX_SOURCE_PANES = 4  # Python files shown beside one snapshot
+MAP_SNIPPET_LINES = 12  # IR lines quoted per pass on the map page (the JSON lists them all)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_compilation(session: Session, run_id: str, ordinal: str) -> Compilation:
+    compilation = session.scalar(
+        select(Compilation).where(Compilation.run_id == strip_json(run_id), Compilation.ordinal == int_param(ordinal))
+    )
+    if compilation is None:
+        raise HTTPException(404, "no such compilation")
+    return compilation
+
+
+def load_snapshot(session: Session, compilation: Compilation, index: str) -> Snapshot:
+    snapshot = session.scalar(
+        select(Snapshot).where(Snapshot.compilation_pk == compilation.pk, Snapshot.index == int_param(index))
+    )
+    if snapshot is None:
+        raise HTTPException(404, "no such snapshot")
+    return snapshot
+
+
+def load_artifact(session: Session, compilation: Compilation, artifact_pk: str) -> Artifact:
+    artifact = session.get(Artifact, int_param(artifact_pk))
+    if artifact is None or artifact.compilation_pk != compilation.pk or artifact.blob is None:
+        raise HTTPException(404, "no such file")
+    return artifact
+
+
+def _text_loader(session: Session, digest: str):
+    return lambda: render.blob_reader.text(session, digest)
+
+
+def _etag_for(request: Request, digest: str) -> tuple[str, Response | None]:
+    """The page's ETag, and a 304 response when the client already holds this version."""
+    variant = request.url.path + ("?" + request.url.query if request.url.query else "")
+    tag = render.etag(digest, variant)
+    if render.not_modified(request.headers.get("if-none-match"), tag):
+        return tag, Response(status_code=304, headers=render.cache_headers(tag))
+    return tag, None
+
+
+# --------------------------------------------------------------------------- compilation
+
+
+@router.get("/runs/{run_id}/c/{ordinal}")
+def compilation_page(request: Request, run_id: str, ordinal: str, session: SessionDep, urls: UrlsDep):
+    compilation = load_compilation(session, run_id, ordinal)
+    data = compilation_detail(session, compilation, urls)
+    if not wants_json(request):
+        # the op columns worth showing: groups some snapshot of this compilation uses
+        present = [group for group in GROUPS if any(row["ops"].get(group.key) for row in data["snapshots"])]
+        data["page"] = {"groups": present}
+    return respond(request, "compilation.html", data)
+
+
+# --------------------------------------------------------------------------- snapshot
+
+
+@router.get("/runs/{run_id}/c/{ordinal}/s/{index}/raw")
+def snapshot_raw(run_id: str, ordinal: str, index: str, session: SessionDep):
+    """The snapshot's IR exactly as logged (the blob's bytes), as text/plain."""
+    snapshot = load_snapshot(session, load_compilation(session, run_id, ordinal), index)
+    data = render.blob_reader.get(session, snapshot.blob) or b""
+    return Response(data, media_type="text/plain; charset=utf-8", headers=_immutable(snapshot.blob))
+
+
+@router.get("/runs/{run_id}/c/{ordinal}/s/{index}")
+def snapshot_page(request: Request, run_id: str, ordinal: str, index: str, session: SessionDep, urls: UrlsDep):
+    compilation = load_compilation(session, run_id, ordinal)
+    snapshot = load_snapshot(session, compilation, index)
+    tag, unchanged = _etag_for(request, snapshot.blob)
+    if unchanged is not None:
+        return unchanged
+    run_id, ordinal_number = compilation.run_id, compilation.ordinal
+    load_text = _text_loader(session, snapshot.blob)
+    rendered = render.render_ir(snapshot.blob, render.snapshot_kind(snapshot.kind), load_text)
+
+    data = snapshot_dict(run_id, ordinal_number, snapshot, urls)
+    neighbours = {
+        row.index: row
+        for row in session.execute(
+            select(Snapshot.index, Snapshot.pass_name, Snapshot.pass_arg, Snapshot.stage, Snapshot.changed).where(
+                Snapshot.compilation_pk == compilation.pk, Snapshot.index.in_([snapshot.index - 1, snapshot.index + 1])
+            )
+        )
+    }
+    data.update(_compilation_context(compilation, urls))
+    for name, offset in (("prev", -1), ("next", 1)):
+        row = neighbours.get(snapshot.index + offset)
+        data[name] = (
+            None
+            if row is None
+            else {
+                "index": row.index,
+                "pass": row.pass_name,
+                "pass_arg": row.pass_arg,
+                "stage": row.stage,
+                "id": snapshot_id(run_id, ordinal_number, row.index),
+                "url": urls.snapshot(run_id, ordinal_number, row.index),
+            }
+        )
+        data[f"{name}_url"] = None if row is None else data[name]["url"]
+    data["snapshot_count"] = len(compilation.snapshots)
+    data.update(_ir_fields(session, compilation, rendered, load_text, urls))
+    if not wants_json(request):
+        data["page"] = _ir_page(session, compilation, rendered, urls)
+    return respond(request, "snapshot.html", data, headers=render.cache_headers(tag))
+
+
+# --------------------------------------------------------------------------- cache files
+
+
+@router.get("/runs/{run_id}/c/{ordinal}/files/{artifact_pk}")
+def artifact_file(run_id: str, ordinal: str, artifact_pk: str, session: SessionDep):
+    """A cache file as stored (the bare URL); ``/view`` shows it highlighted."""
+    compilation = load_compilation(session, run_id, ordinal)
+    artifact = load_artifact(session, compilation, artifact_pk)
+    data = render.blob_reader.get(session, artifact.blob) or b""
+    media = "application/json" if artifact.kind in ("json", "grp") else "text/plain; charset=utf-8"
+    return Response(data, media_type=media, headers=_immutable(artifact.blob))
+
+
+@router.get("/runs/{run_id}/c/{ordinal}/files/{artifact_pk}/view")
+@router.get("/runs/{run_id}/c/{ordinal}/files/{artifact_pk}/view.json")
+def artifact_view(
+    request: Request, run_id: str, ordinal: str, artifact_pk: str, session: SessionDep, urls: UrlsDep
+):
+    compilation = load_compilation(session, run_id, ordinal)
+    artifact = load_artifact(session, compilation, artifact_pk)
+    tag, unchanged = _etag_for(request, artifact.blob)
+    if unchanged is not None:
+        return unchanged
+    kind = render.artifact_kind(artifact.kind)
+    load_text = _text_loader(session, artifact.blob)
+    rendered = render.render_ir(artifact.blob, kind, load_text)
+    run_id, ordinal_number = compilation.run_id, compilation.ordinal
+    data: dict[str, Any] = {
+        "artifact": artifact.pk,
+        "kind": artifact.kind,
+        "render_kind": kind,
+        "path": artifact.path,
+        "name": render.basename(artifact.path),
+        "size": artifact.size,
+        "sha256": artifact.sha256,
+        "lines": rendered.line_count,
+        "url": urls.artifact_view(run_id, ordinal_number, artifact.pk),
+        "raw_url": urls.artifact(run_id, ordinal_number, artifact.pk),
+        "files": [
+            {
+                "kind": other.kind,
+                "name": render.basename(other.path),
+                "url": urls.artifact_view(run_id, ordinal_number, other.pk),
+                "current": other.pk == artifact.pk,
+            }
+            for other in sorted(compilation.artifacts, key=artifact_sort_key)
+            if other.blob is not None
+        ],
+    }
+    data.update(_compilation_context(compilation, urls))
+    data.update(_ir_fields(session, compilation, rendered, load_text, urls))
+    if not wants_json(request):
+        data["page"] = _ir_page(session, compilation, rendered, urls)
+    return respond(request, "snapshot.html", data, headers=render.cache_headers(tag))
+
+
+# --------------------------------------------------------------------------- a Python line in every pass
+
+
+@router.get("/runs/{run_id}/c/{ordinal}/map")
+@router.get("/runs/{run_id}/c/{ordinal}/map.json")
+def source_map(
+    request: Request,
+    run_id: str,
+    ordinal: str,
+    session: SessionDep,
+    urls: UrlsDep,
+    file: str | None = None,
+    line: int | None = None,
+):
+    """Which IR lines map to Python ``file:line`` in every pass of the compilation."""
+    compilation = load_compilation(session, run_id, ordinal)
+    run_id, ordinal_number = compilation.run_id, compilation.ordinal
+    data: dict[str, Any] = {"file": file, "line": line}
+    data.update(_compilation_context(compilation, urls))
+    data["url"] = urls.source_map(run_id, ordinal_number, file, line)
+    snapshots = list(compilation.snapshots)
+    files: dict[str, int] = {}
+    rows: list[dict[str, Any]] = []
+    for snapshot in snapshots:
+        kind = render.snapshot_kind(snapshot.kind)
+        index = render.source_index(snapshot.blob, kind, _text_loader(session, snapshot.blob))
+        for loc_file, count in index.files.items():
+            files[loc_file] = files.get(loc_file, 0) + count
+        if file is None or line is None:
+            continue
+        ir_lines: list[int] = []
+        for loc_file in index.files:
+            if _same_file(loc_file, file):
+                ir_lines.extend(index.by_source.get((loc_file, line), []))
+        ir_lines.sort()
+        row = {
+            "index": snapshot.index,
+            "pass": snapshot.pass_name,
+            "pass_arg": snapshot.pass_arg,
+            "stage": snapshot.stage,
+            "kind": snapshot.kind,
+            "changed": snapshot.changed,
+            "id": snapshot_id(run_id, ordinal_number, snapshot.index),
+            "url": urls.snapshot(run_id, ordinal_number, snapshot.index),
+            "lines": ir_lines,
+        }
+        rows.append(row)
+    data["files"] = [{"file": name, "lines": count} for name, count in sorted(files.items(), key=lambda kv: -kv[1])]
+    data["snapshots"] = rows
+    sources = _run_sources(session, compilation.run_id)
+    matched = match_source(file, list(sources)) if file else None
+    data["source"] = matched
+    data["source_line"] = None
+    if matched is not None and line is not None:
+        source_text = render.blob_reader.text(session, sources[matched]) or ""
+        source_lines = source_text.split("\n")
+        if 1 <= line <= len(source_lines):
+            data["source_line"] = source_lines[line - 1]
+    if file is not None and line is not None:
+        data["prev_line_url"] = urls.source_map(run_id, ordinal_number, file, line - 1) if line > 1 else None
+        data["next_line_url"] = urls.source_map(run_id, ordinal_number, file, line + 1)
+    if not wants_json(request):
+        data["page"] = _map_page(session, snapshots, rows, data)
+    return respond(request, "_snap_map.html", data)
+
+
+def _map_page(session: Session, snapshots: list[Snapshot], rows: list[dict], data: dict) -> dict:
+    """Quoted IR lines per pass (highlighted), skipping passes whose IR did not change."""
+    by_index = {snapshot.index: snapshot for snapshot in snapshots}
+    quotes: dict[int, list[tuple[int, Markup]]] = {}
+    seen_blobs: dict[str, int] = {}
+    for row in rows:
+        snapshot = by_index[row["index"]]
+        first = seen_blobs.setdefault(snapshot.blob, row["index"])
+        row_quote: list[tuple[int, Markup]] = []
+        if first == row["index"] and row["lines"]:
+            text_lines = (render.blob_reader.text(session, snapshot.blob) or "").split("\n")
+            kind = render.snapshot_kind(snapshot.kind)
+            for number in row["lines"][:MAP_SNIPPET_LINES]:
+                if number <= len(text_lines):
+                    # the renderer escapes every token, so its output is safe markup
+                    row_quote.append((number, Markup(render.highlight_line(text_lines[number - 1], kind))))
+        quotes[row["index"]] = row_quote
+    source_html = None
+    if data.get("source_line") is not None:
+        source_html = Markup(render.highlight_line(data["source_line"], "python"))
+    return {
+        "quotes": quotes,
+        "same_as": {row["index"]: seen_blobs[by_index[row["index"]].blob] for row in rows},
+        "source_html": source_html,
+        "colour": render.line_colour(data["file"], data["line"]) if data.get("file") and data.get("line") else None,
+        "basename": render.basename(data["file"]) if data.get("file") else None,
+        "with_lines": sum(1 for row in rows if row["lines"]),
+    }
+
+
+def _same_file(recorded: str, wanted: str) -> bool:
+    """``wanted`` names the recorded path: equal, or a path suffix of it (at least the file name)."""
+    if recorded == wanted:
+        return True
+    return match_source(wanted, [recorded]) is not None and render.basename(recorded) == render.basename(wanted)
+
+
+# --------------------------------------------------------------------------- shared parts
+
+
+def _compilation_context(compilation: Compilation, urls: Urls) -> dict[str, Any]:
+    return {
+        "run": compilation.run_id,
+        "run_url": urls.run(compilation.run_id),
+        "compilation": compilation.ordinal,
+        "kernel": compilation.kernel,
+        "target": compilation.target,
+        "compilation_url": urls.compilation(compilation.run_id, compilation.ordinal),
+        "map_url": urls.source_map(compilation.run_id, compilation.ordinal),
+    }
+
+
+def _run_sources(session: Session, run_id: str) -> dict[str, str]:
+    """The run's uploaded Python files: path -> blob hash."""
+    rows = session.execute(select(Source.path, Source.blob).where(Source.run_id == run_id).order_by(Source.pk))
+    return {path: blob for path, blob in rows}
+
+
+def _matched_sources(session: Session, run_id: str, rendered: render.Rendered) -> list[dict[str, Any]]:
+    """Each file the IR's locations name (most lines first), with the uploaded file it matches."""
+    sources = _run_sources(session, run_id)
+    matched = []
+    for position, loc_file in enumerate(rendered.loc_files):
+        path = match_source(loc_file, list(sources)) if sources else None
+        matched.append(
+            {
+                "index": position,
+                "file": loc_file,
+                "name": render.basename(loc_file),
+                "path": path,
+                "blob": sources.get(path) if path else None,
+                "lines": sum(len(lines) for (file, _), lines in rendered.by_source.items() if file == loc_file),
+            }
+        )
+    return matched
+
+
+def _ir_fields(
+    session: Session, compilation: Compilation, rendered: render.Rendered, load_text, urls: Urls
+) -> dict[str, Any]:
+    """The JSON fields every IR page shares."""
+    matched = _matched_sources(session, compilation.run_id, rendered)
+    return {
+        "text": load_text() or "",
+        "render_kind": rendered.kind,
+        "line_count": rendered.line_count,
+        "locs": rendered.locs_json(),
+        "layouts": rendered.layouts_json(),
+        "ops": dict(rendered.ops),
+        "op_lines": dict(rendered.op_lines),
+        "source": matched[0]["path"] if matched else None,
+        "sources": [
+            {
+                "file": item["file"],
+                "path": item["path"],
+                "lines": item["lines"],
+                "map_url": urls.source_map(compilation.run_id, compilation.ordinal, item["file"], None),
+            }
+            for item in matched
+        ],
+    }
+
+
+def _ir_page(session: Session, compilation: Compilation, rendered: render.Rendered, urls: Urls) -> dict[str, Any]:
+    """What only the HTML page needs: the rendered lines, the source panes, the legends."""
+    matched = _matched_sources(session, compilation.run_id, rendered)
+    panes = []
+    for item in matched[:MAX_SOURCE_PANES]:
+        pane = dict(item)
+        pane["map_url"] = urls.source_map(compilation.run_id, compilation.ordinal)
+        if item["blob"] is not None:
+            source = render.render_python(item["blob"], _text_loader(session, item["blob"]))
+            mapped = {line: len(ir) for (file, line), ir in rendered.by_source.items() if file == item["file"]}
+            first = min(mapped) if mapped else 1
+            pane["first_line"] = first
+            pane["rows"] = [
+                (
+                    number,
+                    Markup(code),  # escaped by the renderer
+                    mapped.get(number, 0),
+                    render.line_colour(item["file"], number) if number in mapped else None,
+                )
+                for number, code in enumerate(source.lines, start=1)
+            ]
+        panes.append(pane)
+    groups = [
+        {
+            "key": group.key,
+            "label": group.label,
+            "description": group.description,
+            "ops": rendered.ops.get(group.key, 0),
+            "lines": rendered.op_lines.get(group.key, 0),
+        }
+        for group in GROUPS
+    ]
+    return {
+        "chunks": [Markup(chunk) for chunk in rendered.chunks()],  # escaped by the renderer
+        "chunk_sizes": rendered.chunk_sizes(),
+        "large": rendered.large,
+        "line_count": rendered.line_count,
+        "loc_lines": rendered.loc_lines,
+        "op_marks": any(rendered.op_lines.values()),
+        "loc_tokens": rendered.loc_tokens,
+        "layouts": [
+            {"alias": alias, "colour": rendered.layout_colours[alias], **render.layout_dict(layout)}
+            for alias, layout in rendered.layouts.items()
+        ],
+        "encodings": [{"key": key, **render.layout_dict(layout)} for key, layout in rendered.encodings.items()],
+        "groups": groups,
+        "panes": panes,
+        "missing": [item for item in matched if item["path"] is None],
+        "palette": render.PALETTE_SIZE,
+    }
+
+
+def _immutable(digest: str) -> dict[str, str]:
+    return {"ETag": f'"{digest}"', "Cache-Control": "private, max-age=31536000, immutable"}

@@ -1,0 +1,1 @@
+"""irlens benchmarks: `python -m bench` (add `--quick` while developing). See bench/NOTES.md."""

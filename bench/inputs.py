@@ -1,0 +1,153 @@
+"""Benchmark inputs, built from ../shared/corpus and cached in a temp dir while the corpus is unchanged.
+
+The big logs are the corpus's dump files concatenated copy after copy, with every kernel symbol
+(`@name`, from expected.json) renamed per copy (`@name_c3`), so no snapshot of one copy is a byte-for-byte
+duplicate of another's and deduplication cannot make the benchmark cheap. Logs are written streaming,
+block by block; nothing holds a whole log in memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tarfile
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "corpus"
+GENERATOR_VERSION = "1"
+BLOCK = 8 << 20
+MiB = 1 << 20
+GiB = 1 << 30
+
+
+def corpus_archives() -> list[Path]:
+    archives = sorted(CORPUS.glob("*.tar.xz"))
+    if not archives:
+        raise SystemExit(f"bench: no corpus archives in {CORPUS}")
+    return archives
+
+
+def corpus_key() -> str:
+    """Changes whenever an archive or expected.json changes (name, size, mtime)."""
+    digest = hashlib.sha256(GENERATOR_VERSION.encode())
+    for path in [*corpus_archives(), CORPUS / "expected.json"]:
+        stat = path.stat()
+        digest.update(f"{path.name}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def cache_dir() -> Path:
+    root = Path(os.environ.get("IRLENS_BENCH_DIR", Path(tempfile.gettempdir()) / "irlens-bench"))
+    path = root / corpus_key()
+    path.mkdir(parents=True, exist_ok=True)
+    # Inputs of an older corpus are stale: remove them.
+    for other in root.iterdir():
+        if other.is_dir() and other != path:
+            shutil.rmtree(other, ignore_errors=True)
+    return path
+
+
+def raw_input_bytes() -> int:
+    """Uncompressed size of every file in every corpus archive: the denominator of the storage figure."""
+    total = 0
+    for archive in corpus_archives():
+        with tarfile.open(archive) as tar:
+            total += sum(member.size for member in tar if member.isfile())
+    return total
+
+
+def _extract_logs(where: Path) -> list[tuple[Path, list[str]]]:
+    """The dump file of every capture that has one (as expected.json names it), with its kernel names."""
+    expected = json.loads((CORPUS / "expected.json").read_text())
+    logs_dir = where / "logs"
+    done = logs_dir / ".done"
+    logs: list[tuple[Path, list[str]]] = []
+    for name in sorted(expected):
+        kernels = sorted({c["kernel"] for c in expected[name]["compilations"] if c.get("kernel")})
+        logs.append((logs_dir / f"{name}.log", kernels))
+    if done.exists():
+        return [(path, kernels) for path, kernels in logs if path.exists()]
+    logs_dir.mkdir(exist_ok=True)
+    for name in sorted(expected):
+        member_name = f"{name}/{expected[name]['file']}"
+        with tarfile.open(CORPUS / f"{name}.tar.xz") as tar:
+            try:
+                member = tar.getmember(member_name)
+            except KeyError:
+                continue
+            source = tar.extractfile(member)
+            if source is None or member.size == 0:
+                continue
+            with source, open(logs_dir / f"{name}.log", "wb") as out:
+                shutil.copyfileobj(source, out, BLOCK)
+    done.touch()
+    return [(path, kernels) for path, kernels in logs if path.exists()]
+
+
+def _write_copy(out, path: Path, pattern: re.Pattern | None, suffix: bytes) -> int:  # noqa: ANN001
+    written = 0
+    replacement = rb"@\1" + suffix
+    with open(path, "rb") as source:
+        carry = b""
+        while True:
+            block = source.read(BLOCK)
+            if not block:
+                break
+            block = carry + block
+            cut = block.rfind(b"\n") + 1
+            if cut == 0:
+                carry = block
+                continue
+            carry = block[cut:]
+            data = pattern.sub(replacement, block[:cut]) if pattern else block[:cut]
+            out.write(data)
+            written += len(data)
+        if carry:
+            data = (pattern.sub(replacement, carry) if pattern else carry) + b"\n"
+            out.write(data)
+            written += len(data)
+    return written
+
+
+def big_log(size: int) -> Path:
+    """A log of at least `size` bytes: corpus logs, copy after copy, kernels renamed per copy."""
+    where = cache_dir()
+    target = where / f"big-{size // MiB}MiB.log"
+    if target.exists():
+        return target
+    logs = _extract_logs(where)
+    patterns = {
+        path: re.compile(rb"@(" + b"|".join(re.escape(k.encode()) for k in kernels) + rb")(?![\w$.])")
+        if kernels else None
+        for path, kernels in logs
+    }
+    partial = target.with_suffix(".partial")
+    written = 0
+    copy = 0
+    with open(partial, "wb") as out:
+        while written < size:
+            for path, _ in logs:
+                written += _write_copy(out, path, patterns[path], f"_c{copy}".encode())
+                if written >= size:
+                    break
+            copy += 1
+    partial.rename(target)
+    return target
+
+
+def corpus_unpacked() -> Path:
+    """The corpus archives unpacked once (for picking the largest snapshots, etc.)."""
+    where = cache_dir() / "unpacked"
+    done = where / ".done"
+    if not done.exists():
+        where.mkdir(exist_ok=True)
+        for archive in corpus_archives():
+            with tarfile.open(archive) as tar:
+                tar.extractall(where, filter="data")
+        done.touch()
+    return where

@@ -1,0 +1,129 @@
+"""Browser-test fixtures: a real `irlens serve` in a subprocess, and Chromium pages driven by Playwright.
+
+- `server_url`: base URL of a uvicorn server on a free port, with its own empty database (a SQLite
+  file, or IRLENS_TEST_DB_URL when set). One per test session; needs no browser.
+- `browser_page` (also as `page`): a fresh 1440x900 page in system Chromium; skips cleanly when
+  Chromium or Playwright is missing. `page_errors` lists the page's uncaught JavaScript errors.
+- `upload_via_api(server_url, path)`: ingest a file through POST /runs and return the run JSON.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.browser_support import chromium_available, chromium_path, launch_browser
+from tests.conftest import REPO, fresh_db_url
+
+STARTUP_SECONDS = 60
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _serve_command(port: int) -> list[str]:
+    script = Path(sys.executable).with_name("irlens")
+    if script.exists():
+        return [str(script), "serve", "--host", "127.0.0.1", "--port", str(port)]
+    return [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
+
+
+@pytest.fixture(scope="session")
+def server_url(tmp_path_factory) -> Iterator[str]:
+    """A real uvicorn server (`irlens serve`) on a free port, with an empty database of its own."""
+    data_dir = tmp_path_factory.mktemp("browser-server")
+    env = {
+        **os.environ,
+        "IRLENS_DB_URL": fresh_db_url(data_dir),
+        "IRLENS_LOAD_DEMO": "false",
+        "IRLENS_DATA_DIR": str(data_dir),
+    }
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    log_path = data_dir / "server.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            _serve_command(port), cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+    try:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"irlens serve exited with {process.returncode}:\n{log_path.read_text()}")
+            try:
+                if httpx.get(f"{url}/-/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(
+                    f"irlens serve did not answer /-/health in {STARTUP_SECONDS}s:\n{log_path.read_text()}"
+                )
+            time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def upload_via_api(server_url: str, path: Path | str, title: str = "") -> dict:
+    """Ingest one file (log, archive, ...) through POST /runs; returns the run JSON (201 asserted)."""
+    path = Path(path)
+    with open(path, "rb") as stream:
+        response = httpx.post(
+            f"{server_url}/runs",
+            files={"file": (path.name, stream, "application/octet-stream")},
+            data={"title": title} if title else None,
+            headers={"Accept": "application/json"},
+            timeout=600,
+        )
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+@pytest.fixture(scope="session")
+def _browser():
+    if not chromium_available():
+        pytest.skip(f"Chromium ({chromium_path()}) or Playwright is not available")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = launch_browser(playwright)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page_errors() -> list[str]:
+    """Uncaught JavaScript errors of `browser_page`, for tests to assert there were none."""
+    return []
+
+
+@pytest.fixture
+def browser_page(_browser, page_errors):
+    context = _browser.new_context(viewport={"width": 1440, "height": 900})
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    page.on("pageerror", lambda error: page_errors.append(str(error)))
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def page(browser_page):
+    return browser_page

@@ -1,0 +1,210 @@
+"""The schema through Alembic: from an empty database, from the previous revision with data in it, and
+from a database made before irlens had migrations; the migrations and the models must agree."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from fastapi.testclient import TestClient
+from sqlalchemy import inspect, text
+from sqlalchemy.engine import Engine
+
+from app.db import (
+    INITIAL_REVISION,
+    SCHEMA_REVISION,
+    Database,
+    alembic_config,
+    current_revision,
+    make_engine,
+    migration_connection,
+)
+from app.db import upgrade_schema as upgrade
+from app.main import create_app
+from app.models import Base
+from app.settings import Settings
+from tests.conftest import fresh_db_url
+
+RUN_ID = "0123456789abcdef0123456789abcdef"
+BLOB = "ab" * 32
+
+
+def differences(engine: Engine) -> list:
+    with engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        return compare_metadata(context, Base.metadata)
+
+
+def test_the_newest_revision_is_the_one_the_code_stamps():
+    scripts = ScriptDirectory.from_config(alembic_config())
+    assert scripts.get_current_head() == SCHEMA_REVISION
+    assert [revision.revision for revision in scripts.walk_revisions()][-1] == INITIAL_REVISION
+
+
+def test_migrations_from_an_empty_database_give_the_models_schema(tmp_path):
+    engine = make_engine(fresh_db_url(tmp_path))
+    try:
+        with migration_connection(engine) as connection:
+            command.upgrade(alembic_config(connection), "head")  # every migration, no shortcut
+        with engine.connect() as connection:
+            assert current_revision(connection) == SCHEMA_REVISION
+        assert differences(engine) == []
+    finally:
+        engine.dispose()
+
+
+def test_opening_an_empty_database_takes_the_fast_road_to_the_same_schema(tmp_path):
+    database = Database(fresh_db_url(tmp_path))
+    try:
+        with database.engine.connect() as connection:
+            assert current_revision(connection) == SCHEMA_REVISION
+        assert differences(database.engine) == []
+        assert upgrade(database.engine) == (SCHEMA_REVISION, SCHEMA_REVISION)
+    finally:
+        database.dispose()
+
+
+def fill_initial_schema(engine: Engine) -> None:
+    """Rows as revision 0001 stored them (plain SQL: today's models have columns 0001 lacks)."""
+    now = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
+    with engine.begin() as connection:
+        connection.execute(
+            text("INSERT INTO blobs (hash, size, codec, data) VALUES (:hash, 5, 'none', :data)"),
+            {"hash": BLOB, "data": b"hello"},
+        )
+        connection.execute(
+            text(
+                "INSERT INTO runs (id, title, created_at, owner, tags, input_bytes, damaged, stats) "
+                "VALUES (:id, 'before teams', :now, 'alice', '[\"old\"]', 5, 0, '{}')"
+            ),
+            {"id": RUN_ID, "now": now},
+        )
+        connection.execute(
+            text(
+                "INSERT INTO compilations (pk, run_id, ordinal, kernel, origin, status, counts, changed) "
+                "VALUES (1, :id, 1, 'add_kernel', 'log', 'ok', '{\"mlir\": 1}', 1)"
+            ),
+            {"id": RUN_ID},
+        )
+        connection.execute(
+            text(
+                'INSERT INTO snapshots (pk, compilation_pk, "index", kind, "when", pass_name, failed, stage, '
+                "changed, line, size, line_count, blob, header) "
+                "VALUES (1, 1, 0, 'mlir', 'before', 'Canonicalizer', false, 'ttir', true, 1, 5, 1, :blob, 'h')"
+            ),
+            {"blob": BLOB},
+        )
+        connection.execute(
+            text(
+                "INSERT INTO api_tokens (pk, name, token_hash, created_at) VALUES (1, 'alice', :hash, :now)"
+            ),
+            {"hash": "cd" * 32, "now": now},
+        )
+
+
+def check_data_survived(url: str, tmp_path: Path) -> None:
+    settings = Settings(db_url=url, data_dir=tmp_path, load_demo=False, require_token=True)
+    with TestClient(create_app(settings)) as client:
+        run = client.get(f"/runs/{RUN_ID}.json")
+        assert run.status_code == 200, run.text
+        fields = run.json()
+        assert (fields["title"], fields["owner"], fields["tags"], fields["listed"]) == (
+            "before teams",
+            "alice",
+            ["old"],
+            True,
+        )
+        assert fields["compilations"][0]["kernel"] == "add_kernel"
+        assert client.get(f"/runs/{RUN_ID}/c/1/s/0/raw").text == "hello"
+        # Runs from before revision 0002 were on everyone's home page: they stay listed.
+        assert [r["run"] for r in client.get("/index.json").json()["runs"]] == [RUN_ID]
+        with client.app.state.db.engine.connect() as connection:
+            assert current_revision(connection) == SCHEMA_REVISION
+            assert connection.scalar(text("SELECT name FROM api_tokens")) == "alice"
+            indexes = {index["name"] for index in inspect(connection).get_indexes("snapshots")}
+            assert "ix_snapshots_blob" in indexes
+        assert differences(client.app.state.db.engine) == []
+
+
+def test_upgrading_from_the_previous_revision_keeps_the_data(tmp_path):
+    url = fresh_db_url(tmp_path)
+    engine = make_engine(url)
+    try:
+        assert upgrade(engine, INITIAL_REVISION) == (None, INITIAL_REVISION)
+        with engine.connect() as connection:
+            assert "listed" not in {column["name"] for column in inspect(connection).get_columns("runs")}
+        fill_initial_schema(engine)
+    finally:
+        engine.dispose()
+    check_data_survived(url, tmp_path)  # the app upgrades on start
+
+
+def test_a_database_made_before_migrations_is_adopted_as_revision_0001(tmp_path):
+    url = fresh_db_url(tmp_path)
+    engine = make_engine(url)
+    try:
+        upgrade(engine, INITIAL_REVISION)
+        fill_initial_schema(engine)
+        with engine.begin() as connection:
+            connection.execute(text("DROP TABLE alembic_version"))  # what create_all used to leave
+    finally:
+        engine.dispose()
+    check_data_survived(url, tmp_path)
+
+
+def test_db_upgrade_command_and_downgrade_round_trip(tmp_path):
+    url = fresh_db_url(tmp_path)
+    engine = make_engine(url)
+    try:
+        upgrade(engine, INITIAL_REVISION)
+        fill_initial_schema(engine)
+    finally:
+        engine.dispose()
+    result = subprocess.run(
+        [sys.executable, "-m", "app.cli", "db", "upgrade", "--db", url],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (
+        result.stdout.strip()
+        == f"upgraded the database schema from {INITIAL_REVISION} to revision {SCHEMA_REVISION}"
+    )
+    again = subprocess.run(
+        [sys.executable, "-m", "app.cli", "db", "upgrade", "--db", url],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert again.stdout.strip() == f"the database schema is at revision {SCHEMA_REVISION}"
+    engine = make_engine(url)
+    try:
+        with migration_connection(engine) as connection:
+            command.downgrade(alembic_config(connection), INITIAL_REVISION)
+        with engine.connect() as connection:
+            assert current_revision(connection) == INITIAL_REVISION
+            assert connection.scalar(text("SELECT title FROM runs")) == "before teams"
+    finally:
+        engine.dispose()
+    check_data_survived(url, tmp_path)
+
+
+@pytest.mark.parametrize("revision", [INITIAL_REVISION, SCHEMA_REVISION])
+def test_each_revision_downgrades_to_nothing(tmp_path, revision):
+    engine = make_engine(fresh_db_url(tmp_path))
+    try:
+        upgrade(engine, revision)
+        with migration_connection(engine) as connection:
+            command.downgrade(alembic_config(connection), "base")
+        with engine.connect() as connection:
+            assert set(inspect(connection).get_table_names()) <= {"alembic_version"}
+    finally:
+        engine.dispose()

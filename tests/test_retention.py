@@ -1,0 +1,162 @@
+"""Deleting a run collects the blobs only it used; retention deletes old runs on a schedule and from the CLI."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select, update
+
+from app.blobs import BlobWriter
+from app.db import Database
+from app.main import create_app
+from app.models import Blob, Run
+from app.retention import apply_retention, collect_all_blobs, delete_run, expired_runs, run_blobs
+from app.settings import Settings
+from tests.conftest import FIXTURES, corpus_archive, fresh_db_url, ingest_paths
+
+FIXTURE_LOG = FIXTURES / "sm90_add_kernel_dump.log.gz"
+
+
+def blob_hashes(db: Database) -> set[str]:
+    with db.session() as session:
+        return set(session.scalars(select(Blob.hash)))
+
+
+def age(db: Database, run_id: str, days: float) -> None:
+    with db.session() as session:
+        session.execute(
+            update(Run).where(Run.id == run_id).values(created_at=datetime.now(UTC) - timedelta(days=days))
+        )
+        session.commit()
+
+
+def test_deleting_a_run_keeps_the_blobs_another_run_shares(db, caplog):
+    archive = corpus_archive("sm90_mix")
+    first = ingest_paths(db, [archive], title="first")
+    second = ingest_paths(db, [archive], title="second")
+    other = ingest_paths(db, [FIXTURE_LOG], title="other")
+    with db.session() as session:
+        first_blobs = run_blobs(session, first["run"])
+        other_blobs = run_blobs(session, other["run"])
+        assert first_blobs == run_blobs(session, second["run"])  # the same corpus: every blob shared
+    before = blob_hashes(db)
+    assert first_blobs | other_blobs == before
+    assert len(first_blobs) > 100
+
+    with caplog.at_level(logging.INFO, logger="irlens"):
+        deleted = delete_run(db, first["run"])
+    assert deleted is not None and deleted.blobs == 0
+    assert blob_hashes(db) == before
+    assert f"run {first['run']}" in caplog.text
+    with db.session() as session:
+        assert session.get(Run, first["run"]) is None
+        assert session.get(Run, second["run"]) is not None
+
+    # The last run using them goes: its blobs go too, except those the fixture run shares.
+    deleted = delete_run(db, second["run"])
+    assert deleted.blobs == len(first_blobs - other_blobs)
+    assert blob_hashes(db) == other_blobs
+    assert delete_run(db, second["run"]) is None
+
+
+def test_a_deleted_runs_rows_are_all_gone_and_the_rest_still_reads(tmp_path):
+    settings = Settings(db_url=fresh_db_url(tmp_path), data_dir=tmp_path, load_demo=False)
+    with TestClient(create_app(settings)) as client:
+        db = client.app.state.db
+        keep = ingest_paths(db, [FIXTURE_LOG], title="keep")
+        drop = ingest_paths(db, [FIXTURE_LOG], title="drop")
+        response = client.delete(drop["url"])
+        assert response.status_code == 200
+        assert response.json() == {"deleted": drop["run"], "title": "drop", "blobs_removed": 0}
+        with db.session() as session:
+            from app.models import Compilation, Diagnostic, InputRecord, Problem, Snapshot, Source
+
+            for model in (Compilation, Diagnostic, InputRecord, Problem, Source):
+                assert not session.scalar(
+                    select(func.count()).select_from(model).where(model.run_id == drop["run"])
+                )
+            assert session.scalar(select(func.count()).select_from(Snapshot)) == 78  # keep's 76 + 2 internal
+        snapshot = keep["compilations"][0]["url"] + "/s/5/raw"
+        assert client.get(snapshot).status_code == 200
+        assert client.get(snapshot).text.strip()
+
+
+def test_retention_deletes_runs_older_than_the_setting(db, caplog):
+    old = ingest_paths(db, [FIXTURE_LOG], title="old")
+    recent = ingest_paths(db, [FIXTURE_LOG], title="recent")
+    age(db, old["run"], 40)
+    age(db, recent["run"], 10)
+    with db.session() as session:
+        assert expired_runs(session, 30) == [old["run"]]
+    with caplog.at_level(logging.INFO, logger="irlens"):
+        deleted = apply_retention(db, 30)
+    assert [d.run for d in deleted] == [old["run"]]
+    assert "retention" in caplog.text and old["run"] in caplog.text
+    with db.session() as session:
+        assert session.scalars(select(Run.id)).all() == [recent["run"]]
+    assert apply_retention(db, 30) == []
+    # The last run's blobs are all still there: it shared every one with the deleted run.
+    with db.session() as session:
+        assert run_blobs(session, recent["run"]) == blob_hashes(db)
+
+
+def test_retention_runs_in_the_background_when_the_app_starts(tmp_path):
+    url = fresh_db_url(tmp_path)
+    settings = Settings(db_url=url, data_dir=tmp_path, load_demo=False, retention_days=7)
+    app = create_app(settings)
+    db = app.state.db
+    old = ingest_paths(db, [FIXTURE_LOG], title="old")
+    young = ingest_paths(db, [FIXTURE_LOG], title="young")
+    age(db, old["run"], 8)
+    with TestClient(app) as client:
+        deadline = time.monotonic() + 20
+        while client.get(old["url"] + ".json").status_code != 404:
+            assert time.monotonic() < deadline, "the retention task did not run"
+            time.sleep(0.05)
+        assert client.get(young["url"] + ".json").status_code == 200
+
+
+def test_gc_command_applies_retention_and_sweeps_unused_blobs(db):
+    old = ingest_paths(db, [FIXTURE_LOG], title="old")
+    age(db, old["run"], 3)
+    with db.session() as session:
+        writer = BlobWriter(session)
+        orphan = writer.put(b"a blob no run refers to")
+        writer.flush()
+        session.commit()
+    command = [sys.executable, "-m", "app.cli", "gc", "--db", db.url]
+    dry = subprocess.run([*command, "--days", "2", "--dry-run"], capture_output=True, text=True, check=False)
+    assert dry.returncode == 0 and f"would delete run {old['run']}" in dry.stdout
+    assert orphan in blob_hashes(db)
+    kept = subprocess.run([*command, "--days", "5"], capture_output=True, text=True, check=False)
+    assert kept.returncode == 0, kept.stderr
+    assert "removed 1 blobs" in kept.stdout
+    assert orphan not in blob_hashes(db) and blob_hashes(db)
+    gone = subprocess.run(
+        [sys.executable, "-m", "app.cli", "retention", "--db", db.url, "--days", "2"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert gone.returncode == 0 and f"deleted run {old['run']}" in gone.stdout
+    assert blob_hashes(db) == set()
+    with db.session() as session:
+        assert collect_all_blobs(session) == 0
+
+
+def test_delete_command_removes_runs_by_id(db):
+    run = ingest_paths(db, [FIXTURE_LOG])
+    result = subprocess.run(
+        [sys.executable, "-m", "app.cli", "delete", run["run"], "nosuchrun", "--db", db.url],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert f"deleted run {run['run']}" in result.stdout and "no run nosuchrun" in result.stderr
+    assert blob_hashes(db) == set()

@@ -1,0 +1,329 @@
+"""The compilation, snapshot, cached-file and map pages, each with its .json twin, on real captures."""
+
+from __future__ import annotations
+
+import gzip
+import html
+import re
+import tarfile
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.db import Database
+from app.highlight.hwops import GROUPS
+from app.main import create_app
+from app.settings import Settings
+from app.urls import Urls, snapshot_id
+from tests.conftest import FIXTURES, corpus_archive, fresh_db_url, ingest_paths
+
+SNAPSHOT_KEYS = {"index", "pass", "pass_arg", "kind", "scope", "changed", "id", "url", "raw_url"}
+LINE_ID = re.compile(r'<div class="ln[^"]*" id="L(\d+)"')
+
+
+def make_site(tmp_path: Path, paths: list[Path]):
+    url = fresh_db_url(tmp_path)
+    database = Database(url)
+    try:
+        run = ingest_paths(database, paths)
+    finally:
+        database.dispose()
+    client = TestClient(create_app(Settings(db_url=url, load_demo=False, data_dir=tmp_path)))
+    return client, run
+
+
+@pytest.fixture(scope="module")
+def sm90(tmp_path_factory):
+    """sm90_mix ingested as shipped, served by a TestClient (lifespan running)."""
+    client, run = make_site(tmp_path_factory.mktemp("pages"), [corpus_archive("sm90_mix")])
+    with client:
+        yield client, run
+
+
+def compilation_of(run: dict, kernel: str) -> dict:
+    return next(c for c in run["compilations"] if c["kernel"] == kernel)
+
+
+def get_json(client: TestClient, url: str) -> dict:
+    response = client.get(Urls().json(url))
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    return response.json()
+
+
+def get_html(client: TestClient, url: str) -> str:
+    response = client.get(url)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/html")
+    json_url = Urls().json(url)
+    assert f"<{json_url}>" in response.headers["link"]
+    return response.text
+
+
+# --------------------------------------------------------------------------- compilation
+
+
+def test_compilation_page_and_its_json_list_the_same_passes(sm90):
+    client, run = sm90
+    url = compilation_of(run, "matmul_descriptor_kernel")["url"]
+    data = get_json(client, url)
+    page = get_html(client, url)
+    snapshots = data["snapshots"]
+    assert len(snapshots) == 80  # 78 MLIR dumps + 2 pipeliner-internal ones (corpus expected.json)
+    assert len(re.findall(r'<tr class="pass[ "]', page)) == len(snapshots)
+    for snapshot in snapshots:
+        assert SNAPSHOT_KEYS <= set(snapshot)
+        assert snapshot["id"] == snapshot_id(data["run"], data["id"], snapshot["index"])
+        assert f'href="{snapshot["url"]}"' in page
+        assert f'href="{snapshot["raw_url"]}"' in page
+        assert set(snapshot["ops"]) == {group.key for group in GROUPS}
+        if snapshot["index"]:
+            previous = snapshot_id(data["run"], data["id"], snapshot["index"] - 1)
+            assert snapshot["diff_prev_url"] == f"/diff/{previous}..{snapshot['id']}"
+            assert f'href="{snapshot["diff_prev_url"]}"' in page
+    unchanged = sum(1 for snapshot in snapshots if not snapshot["changed"])
+    assert page.count('<tr class="pass unchanged"') == unchanged
+    assert f"Hide {unchanged} unchanged" in page
+    assert [stage["stage"] for stage in data["stages"]] == ["ttir", "ttgir", "llvm-dialect"]
+    assert sum(stage["count"] for stage in data["stages"]) == len(snapshots)
+
+
+def test_compilation_timeline_shows_which_pass_introduced_tma_ops(sm90):
+    client, run = sm90
+    url = compilation_of(run, "matmul_descriptor_kernel")["url"]
+    data = get_json(client, url)
+    snapshots = data["snapshots"]
+    lowering = next(s for s in snapshots if s["pass"] == "TritonNvidiaGPUTMALoweringPass")
+    after = snapshots[lowering["index"] + 1]
+    assert after["ops"]["tma"] > lowering["ops"]["tma"]
+    added = after["ops"]["tma"] - lowering["ops"]["tma"]
+    page = get_html(client, url)
+    assert f"+{added} TMA ops vs #{lowering['index']}, so introduced by TritonNvidiaGPUTMALoweringPass" in page
+    # the add kernel has no TMA at all, so its timeline has no TMA column
+    add_page = get_html(client, compilation_of(run, "add_kernel")["url"])
+    assert "TMA ops" not in add_page and 'class="op-dot hw-tma"' not in add_page
+
+
+def test_compilation_lists_cached_files_and_metadata(sm90):
+    client, run = sm90
+    url = compilation_of(run, "matmul_descriptor_kernel")["url"]
+    data = get_json(client, url)
+    kinds = [file["kind"] for file in data["files"]]
+    assert kinds == ["source", "ttir", "ttgir", "llir", "ptx", "json", "grp", "cubin"]
+    cubin = data["files"][-1]
+    assert cubin["url"] is None and cubin["view_url"] is None
+    page = get_html(client, url)
+    for file in data["files"][:-1]:
+        assert f'href="{file["view_url"]}"' in page
+    assert data["metadata"]["num_warps"] == 8
+    assert '<th class="mono">num_warps</th><td class="mono">8</td>' in page
+
+
+# --------------------------------------------------------------------------- snapshot
+
+
+def test_snapshot_page_and_its_json_show_the_same_ir(sm90):
+    client, run = sm90
+    compilation = get_json(client, compilation_of(run, "matmul_descriptor_kernel")["url"])
+    snapshot = next(s for s in compilation["snapshots"] if s["pass"] == "TritonGPURemoveLayoutConversions" and s["index"] > 40)
+    data = get_json(client, snapshot["url"])
+    page = get_html(client, snapshot["url"])
+    lines = data["text"].split("\n")
+    assert [int(number) for number in LINE_ID.findall(page)] == list(range(1, len(lines) + 1))
+    assert len(data["locs"]) == len(lines) == data["line_count"] == snapshot["lines"]
+    # every located line's gutter shows its Python file:line
+    for number, loc in enumerate(data["locs"], start=1):
+        if loc is not None:
+            row = re.search(rf'id="L{number}"[^>]*>.*?</div>', page).group(0)
+            assert f">kernels.py:{loc['line']}</span>" in row
+    assert data["source"] == "sm90_mix.tar.xz/sm90_mix/src/kernels.py"
+    assert '<span class="nf">matmul_descriptor_kernel</span>' in page  # the Python pane
+    for alias, layout in data["layouts"].items():
+        assert f'data-ly="{alias}"' in page and f'<template id="ly-{alias}">' in page
+        assert html.escape(layout["summary"], quote=False) in page
+    assert data["ops"]["tma"] > 0 and 'data-group="tma"' in page
+    assert data["prev_url"] == compilation["snapshots"][snapshot["index"] - 1]["url"]
+    assert data["next_url"] == compilation["snapshots"][snapshot["index"] + 1]["url"]
+    assert f'data-prev="{data["prev_url"]}"' in page and f'data-next="{data["next_url"]}"' in page
+    assert f'data-diff="{snapshot["diff_prev_url"]}"' in page
+    for key in SNAPSHOT_KEYS:
+        assert data[key] == snapshot[key]
+
+
+def test_raw_returns_the_ir_exactly_as_logged(sm90):
+    client, run = sm90
+    with tarfile.open(corpus_archive("sm90_mix")) as archive:
+        log = archive.extractfile("sm90_mix/dump.log").read().split(b"\n")
+    compilation = get_json(client, compilation_of(run, "matmul_descriptor_kernel")["url"])
+    checked = 0
+    for snapshot in compilation["snapshots"][:: 7] + compilation["snapshots"][-1:]:
+        response = client.get(snapshot["raw_url"])
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "text/plain; charset=utf-8"
+        start = snapshot["log_line"]  # the banner's 1-based line: the body starts right after it
+        assert response.content == b"\n".join(log[start : start + snapshot["lines"]])
+        checked += 1
+    assert checked >= 10
+
+
+def test_snapshot_pages_answer_if_none_match_with_304(sm90):
+    client, run = sm90
+    compilation = get_json(client, compilation_of(run, "add_kernel")["url"])
+    snapshot = compilation["snapshots"][20]
+    first = client.get(snapshot["url"])
+    tag = first.headers["etag"]
+    assert tag.startswith(f'"{snapshot["blob"]}.')
+    assert first.headers["cache-control"] == "private, max-age=0, must-revalidate"
+    again = client.get(snapshot["url"], headers={"If-None-Match": tag})
+    assert again.status_code == 304 and again.content == b""
+    assert again.headers["etag"] == tag
+    twin = client.get(Urls().json(snapshot["url"]), headers={"If-None-Match": tag})
+    assert twin.status_code == 200 and twin.headers["etag"] != tag  # the JSON is another representation
+    assert client.get(snapshot["url"], headers={"If-None-Match": '"stale"'}).status_code == 200
+    # an unchanged snapshot shares its blob, but not its page (other prev/next links)
+    unchanged = next(s for s in compilation["snapshots"] if not s["changed"])
+    same_blob = compilation["snapshots"][unchanged["index"] - 1]
+    assert unchanged["blob"] == same_blob["blob"]
+    assert client.get(unchanged["url"]).headers["etag"] != client.get(same_blob["url"]).headers["etag"]
+
+
+def test_unknown_snapshots_and_files_are_404(sm90):
+    client, run = sm90
+    url = compilation_of(run, "add_kernel")["url"]
+    assert client.get(url + "/s/9999").status_code == 404
+    assert client.get(url + "/s/x").status_code == 404
+    assert client.get(url + "/files/999999/view").status_code == 404
+    other = compilation_of(run, "softmax_kernel")
+    file_of_add = get_json(client, url)["files"][0]["url"]
+    assert client.get(file_of_add.replace(url, other["url"]) + "/view").status_code == 404
+
+
+# --------------------------------------------------------------------------- cached files
+
+
+@pytest.mark.parametrize("kind", ["ttgir", "ptx", "llir", "json"])
+def test_cached_files_are_viewable_highlighted_and_raw_stays_raw(sm90, kind):
+    client, run = sm90
+    files = get_json(client, compilation_of(run, "add_kernel")["url"])["files"]
+    file = next(f for f in files if f["kind"] == kind)
+    raw = client.get(file["url"])
+    assert raw.status_code == 200 and len(raw.content) == file["size"]
+    data = get_json(client, file["view_url"])
+    assert data["text"].encode() == raw.content
+    page = get_html(client, file["view_url"])
+    assert int(LINE_ID.findall(page)[-1]) == data["line_count"]
+    if kind in ("ttgir", "ptx", "llir"):
+        assert any(loc and loc["file"].endswith("kernels.py") for loc in data["locs"])
+        assert ">kernels.py:15</span>" in page  # pid = tl.program_id(axis=0)
+    if kind == "json":
+        assert data["line_count"] > raw.text.count("\n")  # pretty-printed for reading
+    assert client.get(file["view_url"], headers={"If-None-Match": client.get(file["view_url"]).headers["etag"]}).status_code == 304
+
+
+# --------------------------------------------------------------------------- a Python line in every pass
+
+
+def test_map_page_and_its_json_list_the_same_ir_lines(sm90):
+    client, run = sm90
+    compilation = compilation_of(run, "matmul_descriptor_kernel")
+    with tarfile.open(corpus_archive("sm90_mix")) as archive:
+        source = archive.extractfile("sm90_mix/src/kernels.py").read().decode().split("\n")
+    line = next(number for number, text in enumerate(source, start=1) if "a = a_desc.load(" in text)
+    file = "/home/dev/kernels/kernels.py"  # as recorded in the locations
+    url = Urls().source_map(run["run"], compilation["id"], file, line)
+    data = get_json(client, url)
+    page = get_html(client, url)
+    assert data["file"] == file and data["line"] == line
+    assert data["source"] == "sm90_mix.tar.xz/sm90_mix/src/kernels.py"
+    assert data["source_line"] == source[line - 1]
+    assert len(data["snapshots"]) == 80
+    with_lines = [row for row in data["snapshots"] if row["lines"]]
+    assert len(with_lines) >= 70  # the pipeliner's internal dumps carry no locations
+    for row in with_lines:
+        for number in row["lines"][:40]:
+            assert f'href="{row["url"]}#L{number}"' in page
+    # in one pass, the map's lines are exactly that snapshot's lines located at file:line
+    snapshot = get_json(client, compilation["url"] + "/s/44")
+    row = next(row for row in data["snapshots"] if row["index"] == 44)
+    assert row["lines"] == [n for n, loc in enumerate(snapshot["locs"], start=1) if loc and loc["line"] == line]
+    assert any("ttng.async_tma_copy_global_to_local" in snapshot["text"].split("\n")[n - 1] for n in row["lines"])
+    # the file can be named by its base name too
+    short = get_json(client, Urls().source_map(run["run"], compilation["id"], "kernels.py", line))
+    assert [r["lines"] for r in short["snapshots"]] == [r["lines"] for r in data["snapshots"]]
+    # a Python line no IR maps to
+    empty = get_json(client, Urls().source_map(run["run"], compilation["id"], file, 1))
+    assert not any(row["lines"] for row in empty["snapshots"])
+    # the bare map page offers the files to pick from
+    bare = get_json(client, compilation["url"] + "/map")
+    assert bare["files"][0]["file"] == file and bare["snapshots"] == []
+    assert "<select name=\"file\">" in get_html(client, compilation["url"] + "/map")
+
+
+# --------------------------------------------------------------------------- escaping, missing sources
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """The add_kernel fixture log with a NameLoc renamed to an HTML payload; no Python source."""
+    folder = tmp_path_factory.mktemp("hostile")
+    text = gzip.decompress((FIXTURES / "sm90_add_kernel_dump.log.gz").read_bytes()).decode()
+    assert 'loc("x_ptr"' in text
+    log = folder / "dump.log"
+    log.write_text(text.replace('loc("x_ptr"', 'loc("<script>alert(1)</script>"'))
+    client, run = make_site(folder, [log])
+    with client:
+        yield client, run
+
+
+def test_ir_text_is_escaped_on_every_page(hostile):
+    client, run = hostile
+    compilation = get_json(client, run["compilations"][0]["url"])
+    snapshot = compilation["snapshots"][0]
+    data = get_json(client, snapshot["url"])
+    assert '"<script>alert(1)</script>"' in data["text"]  # the JSON keeps the text as logged
+    page = get_html(client, snapshot["url"])
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<script>alert(1)" not in page
+    assert client.get(snapshot["raw_url"]).text == data["text"]
+    map_url = Urls().source_map(run["run"], 1, "/home/dev/kernels/kernels.py", 14)
+    map_page = get_html(client, map_url)
+    assert "<script>alert(1)" not in map_page and "&lt;script&gt;" in map_page
+
+
+def test_missing_source_is_named_and_the_gutter_still_shows_file_and_line(hostile):
+    client, run = hostile
+    snapshot = get_json(client, run["compilations"][0]["url"])["snapshots"][10]
+    data = get_json(client, snapshot["url"])
+    assert data["source"] is None
+    assert data["sources"] == [
+        {"file": "/home/dev/kernels/kernels.py", "path": None, "lines": data["sources"][0]["lines"],
+         "map_url": data["sources"][0]["map_url"]}
+    ]
+    page = get_html(client, snapshot["url"])
+    assert 'source <strong class="mono">kernels.py</strong> not in the upload' in page
+    assert ">kernels.py:15</span>" in page
+
+
+# --------------------------------------------------------------------------- pass timings
+
+
+def test_pass_times_come_from_timing_reports_matched_by_name_in_order(tmp_path):
+    log = tmp_path / "timed.log"
+    log.write_bytes(
+        gzip.decompress((FIXTURES / "sm90_add_kernel_dump.log.gz").read_bytes())
+        + (FIXTURES / "timing_report_sm90.txt").read_bytes()
+    )
+    client, run = make_site(tmp_path, [log])
+    with client:
+        data = get_json(client, run["compilations"][0]["url"])
+        page = get_html(client, run["compilations"][0]["url"])
+    by_index = {s["index"]: s for s in data["snapshots"]}
+    assert by_index[0]["pass"] == "InlinerPass" and by_index[0]["ms"] == 1.5
+    assert by_index[1]["scope"].startswith("tt.func") and by_index[1]["ms"] == 0.9  # the nested 'tt.func' run
+    coalesce = next(s for s in data["snapshots"] if s["pass"] == "TritonGPUCoalesceAsyncCopy")
+    assert coalesce["ms"] == 3.7  # still aligned after a nested canonicalizer that has no row of its own
+    internal = [s for s in data["snapshots"] if s["kind"] == "internal"]
+    assert internal and all(s["ms"] is None for s in internal)
+    assert sum(1 for s in data["snapshots"] if s["ms"] is not None) >= 70
+    assert '<td class="num mono ms">1.50</td>' in page
