@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 TEXT_STAGES = (".source", ".ttir", ".glir", ".ttgir", ".llir", ".ptx", ".amdgcn", ".sass")
-BINARIES = (".cubin", ".hsaco", ".so")
+BINARIES = (".cubin", ".hsaco")
 STAGE_ORDER = ("source", "ttir", "glir", "ttgir", "llir", "ptx", "amdgcn", "sass", "json")
 
 

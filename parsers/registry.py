@@ -50,7 +50,7 @@ FORMATS: list[InputFormat] = [
     InputFormat(
         "ignored",
         "Cache bookkeeping irlens does not need (autotune results, launcher libraries)",
-        lambda path, head: path.endswith((".autotune.json", ".pyc")) or posixpath.basename(path) == ".DS_Store",
+        lambda path, head: path.endswith((".autotune.json", ".pyc", ".so")) or posixpath.basename(path) == ".DS_Store",
     ),
     InputFormat("binary", "Binary data that is not a log", lambda path, head: _is_binary_data(head)),
     InputFormat(

@@ -89,3 +89,10 @@ def test_kernel_dump_folders_join_their_cache_entries(corpus_runs):
     assert sorted(c["kernel"] for c in run["compilations"]) == ["add_kernel", "matmul_kernel"]
     for compilation in run["compilations"]:
         assert "sass" in compilation["artifacts"]  # only TRITON_KERNEL_DUMP writes .sass
+
+
+def test_launcher_libraries_in_the_cache_are_not_kernels(corpus_runs):
+    run = corpus_runs["gpu_inductor"]
+    # 63 compilations, each matched to its cache folder; cuda_utils*.so's folder is not a kernel.
+    assert len(run["compilations"]) == 63
+    assert all(c["cache_match"] == "ttgir" for c in run["compilations"])
