@@ -17,6 +17,8 @@ COPY app/ app/
 COPY parsers/ parsers/
 COPY templates/ templates/
 COPY static/ static/
+COPY alembic.ini ./
+COPY migrations/ migrations/
 RUN /venv/bin/python -m compileall -q app parsers
 
 # ---- final: same base, venv + source tree at the same paths ----
@@ -26,9 +28,12 @@ RUN useradd --system --no-create-home --home-dir /data --shell /usr/sbin/nologin
 COPY --from=build /venv /venv
 COPY --from=build /opt/irlens /opt/irlens
 # All configuration comes from IRLENS_* environment variables (IRLENS_DB_URL, IRLENS_BASE_URL, ...).
-# Auth (e.g. IRLENS_REQUIRE_TOKEN) is not set here yet: pass it at run time.
-# --proxy-headers makes the app trust X-Forwarded-* from any peer: publish the port only to your proxy.
+# A team server requires API tokens to upload and delete (`irlens token create NAME` inside the container).
+# X-Forwarded-* headers are trusted from any peer (the proxy's address is not known in advance):
+# publish the port only to your reverse proxy, or narrow IRLENS_FORWARDED_ALLOW_IPS.
 ENV PATH=/venv/bin:$PATH \
+    IRLENS_REQUIRE_TOKEN=true \
+    IRLENS_FORWARDED_ALLOW_IPS=* \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     IRLENS_DATA_DIR=/data

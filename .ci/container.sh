@@ -94,7 +94,11 @@ if [ ! -f "$BUNDLE" ]; then
 fi
 
 echo "== upload $BUNDLE"
-resp=$(curl -sS -w '\n%{http_code}' -F "file=@$BUNDLE" "$BASE/runs")
+# The image requires a token to upload: without one the server refuses, with one it accepts.
+anon=$(curl -sS -o /dev/null -w '%{http_code}' -F "file=@$BUNDLE" "$BASE/runs")
+[ "$anon" = 401 ] || { echo "upload without a token: HTTP $anon, expected 401" >&2; exit 1; }
+TOKEN=$(podman exec "$NAME" irlens token create ci | tail -n 1)
+resp=$(curl -sS -w '\n%{http_code}' -H "Authorization: Bearer $TOKEN" -F "file=@$BUNDLE" "$BASE/runs")
 code=${resp##*$'\n'}; body=${resp%$'\n'*}
 [ "$code" = 201 ] || { echo "upload: HTTP $code: $body" >&2; exit 1; }
 # "url" may be relative or absolute; resolve it against the published port.

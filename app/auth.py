@@ -12,6 +12,7 @@ With `require_token` off (a laptop), nobody needs to say anything and every run 
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import json
@@ -311,7 +312,13 @@ class AuthMiddleware:
         settings: Settings = request.app.state.settings
         urls = request.app.state.urls
         path = urls.route(scope.get("path", ""))
-        if settings.require_token_to_read and not is_open_path(path):
+        gated = settings.require_token_to_read and not is_open_path(path)
+        wants_identity = settings.require_token or settings.trusted_user_header
+        if not gated and wants_identity and not path.startswith(OPEN_PREFIXES) and _has_credentials(request):
+            # Not required here, but pages show who is signed in: identify now (a bad token is the view's 401).
+            with contextlib.suppress(HTTPException):
+                await run_in_threadpool(identify, request)
+        if gated:
             try:
                 identity = await run_in_threadpool(identify, request)
             except HTTPException as error:
@@ -331,6 +338,16 @@ class AuthMiddleware:
     async def _refuse(error: HTTPException, scope: Scope, receive: Receive, send: Send) -> None:
         response = JSONResponse({"error": error.detail}, status_code=error.status_code, headers=error.headers)
         await response(scope, receive, send)
+
+
+def _has_credentials(request: Request) -> bool:
+    settings: Settings = request.app.state.settings
+    headers = request.headers
+    return bool(
+        "authorization" in headers
+        or SESSION_COOKIE in request.cookies
+        or (settings.trusted_user_header and settings.trusted_user_header.lower() in headers)
+    )
 
 
 def _wants_page(request: Request, path: str) -> bool:

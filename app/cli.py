@@ -127,13 +127,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if args.db:
             os.environ["IRLENS_DB_URL"] = args.db
         uvicorn.run("app.main:create_app", factory=True, host=args.host, port=args.port, workers=workers,
-                    proxy_headers=args.proxy_headers, forwarded_allow_ips="*" if args.proxy_headers else None,
+                    proxy_headers=args.proxy_headers, forwarded_allow_ips=settings.forwarded_allow_ips if args.proxy_headers else None,
                     log_config=_log_config())
     else:
         from app.main import create_app
 
         uvicorn.run(create_app(settings), host=args.host, port=args.port, proxy_headers=args.proxy_headers,
-                    forwarded_allow_ips="*" if args.proxy_headers else None, log_config=_log_config())
+                    forwarded_allow_ips=settings.forwarded_allow_ips if args.proxy_headers else None, log_config=_log_config())
     return 0
 
 

@@ -170,5 +170,21 @@ class Database:
         with self.sessions() as session:
             yield session
 
+    @contextmanager
+    def startup_lock(self) -> Iterator[None]:
+        """Serialise start-up work (loading the demo) across worker processes."""
+        with _migration_lock(self.engine):
+            if self.engine.dialect.name != "postgresql":
+                yield
+                return
+            with self.engine.connect() as connection:
+                key = {"key": _PG_MIGRATION_LOCK + 1}
+                connection.execute(text("SELECT pg_advisory_lock(:key)"), key)
+                try:
+                    yield
+                finally:
+                    connection.execute(text("SELECT pg_advisory_unlock(:key)"), key)
+                    connection.commit()
+
     def dispose(self) -> None:
         self.engine.dispose()

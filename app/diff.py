@@ -31,6 +31,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
+from itertools import accumulate
 
 __all__ = [
     "DEFAULT_CONTEXT",
@@ -281,7 +282,7 @@ def _best_split(a: list[int], alo: int, ahi: int, b: list[int], blo: int, bhi: i
                 e_j += 1
             if count < best_count or e_i - s_i > best_size:
                 best_i, best_j, best_size, best_count = s_i, s_j, e_i - s_i, count
-            if e_j > next_j:
+            if e_j > next_j:  # noqa: PLR1730 - a comparison is cheaper than max() in this loop
                 next_j = e_j
         j = next_j
     return best_i, best_j, best_size
@@ -700,12 +701,53 @@ def diff_texts(a_text: str, b_text: str, options: DiffOptions = DiffOptions()) -
     segments = _segments(
         opcodes, a_keys, b_keys, a_compared, b_compared, a_ignored, b_ignored, options.ssa and options.alias
     )
+    if options.ssa or options.alias:
+        segments = _absorb_renamed_islands(segments, a_compared, b_compared)
     return DiffResult(a_lines, b_lines, options, segments)
+
+
+_ISLAND = 2  # renamed-only lines stranded between larger changes, up to this many, join them
+
+
+def _absorb_renamed_islands(segments: list[Segment], a_text: list[str], b_text: list[str]) -> list[Segment]:
+    """Turn a short run of lines equal only up to renaming, between two larger changes, into a change.
+
+    Inside a rewritten region a line like `%117 = llvm.bitcast %116` matches some renamed line of
+    B whose operands were never mapped; left alone, such islands cut one change into many.
+    """
+    def is_change(segment: Segment) -> bool:
+        return segment.op != EQUAL and not segment.ignored
+
+    after_rows = [0] * (len(segments) + 1)  # rows of the change block starting at each segment
+    for index in range(len(segments) - 1, -1, -1):
+        after_rows[index] = segments[index].rows + after_rows[index + 1] if is_change(segments[index]) else 0
+    out: list[Segment] = []
+    before_rows = 0  # rows of the change block ending just before the current segment
+    for index, segment in enumerate(segments):
+        if (
+            segment.op == EQUAL
+            and segment.rows <= _ISLAND
+            and before_rows > segment.rows
+            and after_rows[index + 1] > segment.rows
+            and all(a_text[segment.a_start + k] != b_text[segment.b_start + k] for k in range(segment.rows))
+        ):
+            segment = Segment(REPLACE, segment.a_start, segment.a_end, segment.b_start, segment.b_end)
+        before_rows = before_rows + segment.rows if is_change(segment) else 0
+        last = out[-1] if out else None
+        if (
+            last is not None and last.op == segment.op == REPLACE
+            and last.a_end == segment.a_start and last.b_end == segment.b_start
+        ):
+            out[-1] = Segment(REPLACE, last.a_start, segment.a_end, last.b_start, segment.b_end)
+        else:
+            out.append(segment)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
 # intra-line changes
 
+_INLINE_DIFFLIB_CELLS = 6400  # token pairs up to which difflib is quicker than match_blocks
 _TOKEN = re.compile(r"%[\w$.-]+|[#!@^]?[\w$.]+|\s+|[^\w\s]")
 
 
@@ -718,14 +760,20 @@ def inline_changes(
     to compare usefully get no marks at all: the whole row is already marked changed.
     """
     a_tokens, b_tokens = _TOKEN.findall(a), _TOKEN.findall(b)
-    matcher = SequenceMatcher(None, a_tokens, b_tokens, autojunk=False)
-    if matcher.ratio() < 0.35:
+    a_ids, b_ids = _intern(a_tokens, b_tokens)
+    if len(a_ids) * len(b_ids) <= _INLINE_DIFFLIB_CELLS:
+        matcher = SequenceMatcher(None, a_ids, b_ids, autojunk=False)
+        blocks = [(m.a, m.b, m.size) for m in matcher.get_matching_blocks() if m.size]
+    else:  # difflib goes quadratic on lines that repeat tokens (`f32, f32, ...`)
+        blocks = match_blocks(a_ids, b_ids)
+    matched = sum(size for _, _, size in blocks)
+    if 2 * matched < 0.35 * (len(a_tokens) + len(b_tokens)):
         return [], []
     a_offsets = _token_offsets(a_tokens)
     b_offsets = _token_offsets(b_tokens)
     a_spans: list[tuple[int, int]] = []
     b_spans: list[tuple[int, int]] = []
-    for op, i0, i1, j0, j1 in matcher.get_opcodes():
+    for op, i0, i1, j0, j1 in _opcodes(blocks, len(a_ids), len(b_ids)):
         if op == EQUAL:
             continue
         if i1 > i0:
@@ -738,10 +786,7 @@ def inline_changes(
 
 
 def _token_offsets(tokens: list[str]) -> list[int]:
-    offsets = [0]
-    for token in tokens:
-        offsets.append(offsets[-1] + len(token))
-    return offsets
+    return [0, *accumulate(map(len, tokens))]
 
 
 def _add_span(spans: list[tuple[int, int]], start: int, end: int) -> None:

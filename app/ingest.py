@@ -18,7 +18,7 @@ import zstandard
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
-from app.blobs import BlobWriter, sha256
+from app.blobs import BlobWriter, insert_rows, sha256
 from app.linking import CacheFolder, attach_timings, link_caches, resolve_diagnostics
 from app.models import (
     Artifact,
@@ -43,6 +43,10 @@ from parsers.timing import TimingReport
 HEAD_BYTES = 8192
 MAX_SMALL_FILE = 512 << 20  # a single stage file or source larger than this is not read whole
 SNAPSHOT_BATCH = 5000  # snapshot rows per INSERT (executemany)
+_SNAPSHOT_COLUMNS = (
+    "compilation_pk", "index", "kind", "when", "pass_name", "pass_arg", "pass_options", "scope", "failed",
+    "stage", "changed", "line", "size", "line_count", "blob", "header",
+)
 Progress = Callable[[str, int], None]
 
 
@@ -78,7 +82,7 @@ class _PrefixedStream(io.RawIOBase):
         self.on_read(len(data))
         return data
 
-    def readinto(self, buffer) -> int:  # noqa: ANN001
+    def readinto(self, buffer) -> int:
         data = self.read(len(buffer))
         buffer[: len(data)] = data
         return len(data)
@@ -296,7 +300,7 @@ class Ingest:
             return
         result.grouper.add(dump, digest)
 
-    def _add_gap_record(self, result: LogResult, parsed) -> None:  # noqa: ANN001
+    def _add_gap_record(self, result: LogResult, parsed) -> None:
         if isinstance(parsed, LogLines):
             return
         if isinstance(parsed, TimingReport):
@@ -305,7 +309,7 @@ class Ingest:
             return
         result.diagnostics.append((parsed, len(result.grouper.compilations)))
 
-    def _problem(self, kind: str, message: str, **fields) -> None:  # noqa: ANN003
+    def _problem(self, kind: str, message: str, **fields) -> None:
         self.problems.append({"kind": kind, "message": message, **fields})
 
     # -- writing ------------------------------------------------------------------
@@ -353,23 +357,20 @@ class Ingest:
         self.blobs.flush()
         self.session.flush()
 
-        snapshot_rows, artifact_rows, timing_rows = [], [], []
-        snapshot_insert = insert(Snapshot.__table__)  # Core executemany: no ORM work per row
+        snapshot_rows: list[tuple] = []
+        artifact_rows, timing_rows = [], []
         for record, _ in ordered:
             row = rows[id(record)]
+            pk = row.pk
             for snapshot in record.snapshots:
                 header = snapshot.header
-                snapshot_rows.append(
-                    dict(
-                        compilation_pk=row.pk, index=snapshot.index, kind=header.kind, when=header.when,
-                        pass_name=header.pass_name, pass_arg=header.pass_arg, pass_options=header.pass_options,
-                        scope=header.scope, failed=header.failed, stage=snapshot.stage, changed=snapshot.changed,
-                        line=snapshot.line, size=snapshot.size, line_count=snapshot.line_count,
-                        blob=snapshot.blob, header=header.raw,
-                    )
-                )
+                snapshot_rows.append((
+                    pk, snapshot.index, header.kind, header.when, header.pass_name, header.pass_arg,
+                    header.pass_options, header.scope, header.failed, snapshot.stage, snapshot.changed,
+                    snapshot.line, snapshot.size, snapshot.line_count, snapshot.blob, header.raw,
+                ))
                 if len(snapshot_rows) >= SNAPSHOT_BATCH:
-                    self.session.execute(snapshot_insert, snapshot_rows)
+                    insert_rows(self.session, Snapshot.__table__, _SNAPSHOT_COLUMNS, snapshot_rows)
                     snapshot_rows = []
             for folder in links.get_all(id(record)):
                 for artifact in folder.files:
@@ -380,8 +381,7 @@ class Ingest:
                         dict(compilation_pk=row.pk, report=report_index, name=entry.name, depth=entry.depth,
                              wall=entry.wall, percent=entry.percent, analysis=entry.analysis)
                     )
-        if snapshot_rows:
-            self.session.execute(snapshot_insert, snapshot_rows)
+        insert_rows(self.session, Snapshot.__table__, _SNAPSHOT_COLUMNS, snapshot_rows)
         batches = ((Artifact, artifact_rows), (Timing, timing_rows), (Source, self.source_rows))
         for model, batch in batches:
             if batch:

@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
+from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import select
 
@@ -17,7 +18,7 @@ from app.retention import start_retention
 from app.settings import Settings
 from app.urls import Urls
 from app.views import auth as auth_views
-from app.views import manage, meta, runs, snapshots
+from app.views import diffs, manage, meta, runs, snapshots
 from app.web import STATIC_DIR
 from parsers.sources import Limits
 
@@ -30,7 +31,7 @@ def load_demo(db: Database, limits: Limits) -> str | None:
     from app.ingest import Ingest
 
     bundles = sorted(DEMO_DIR.glob("*.tar.xz"))
-    with db.session() as session:
+    with db.startup_lock(), db.session() as session:
         if not bundles or session.scalar(select(Run.id).limit(1)) is not None:
             return None
         run = Ingest(session, title="Demo: real Triton captures (NVIDIA sm90, AMD gfx942/gfx1250)",
@@ -60,8 +61,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.urls = Urls(settings.base_url)
     app.root_path = app.state.urls.base  # answer at /base/runs/X as well as a proxy-stripped /runs/X
     app.add_middleware(AuthMiddleware)
+    # Snapshot pages of huge IR are tens of MB of HTML; level 1 costs little and shrinks them ~10x.
+    app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=1)
     app.state.limits = Limits(max_total_bytes=settings.max_expanded_bytes, max_files=settings.max_files)
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
-    for router in (meta.router, runs.router, snapshots.router, auth_views.router, manage.router):
+    for router in (meta.router, runs.router, snapshots.router, diffs.router, auth_views.router, manage.router):
         app.include_router(router)
     return app

@@ -240,7 +240,10 @@ class Rendered:
         """The lines joined in blocks of CHUNK_LINES (large texts) or one block."""
         if not self.large:
             return ["".join(self.lines)]
-        return ["".join(self.lines[start : start + CHUNK_LINES]) for start in range(0, len(self.lines), CHUNK_LINES)]
+        return [
+            "".join(self.lines[start : start + CHUNK_LINES])
+            for start in range(0, len(self.lines), CHUNK_LINES)
+        ]
 
     def chunk_sizes(self) -> list[int]:
         if not self.large:
@@ -248,7 +251,9 @@ class Rendered:
         return [min(CHUNK_LINES, len(self.lines) - start) for start in range(0, len(self.lines), CHUNK_LINES)]
 
     def locs_json(self) -> list[dict[str, Any] | None]:
-        return [None if loc is None else {"file": loc.file, "line": loc.line, "col": loc.col} for loc in self.locs]
+        return [
+            None if loc is None else {"file": loc.file, "line": loc.line, "col": loc.col} for loc in self.locs
+        ]
 
     def layouts_json(self) -> dict[str, dict[str, Any]]:
         return {alias: layout_dict(layout) for alias, layout in self.layouts.items()}
@@ -280,7 +285,8 @@ def layout_dict(layout: Layout) -> dict[str, Any]:
         "line": layout.line,
         "summary": layout.summary,
         "fields": [
-            {"name": item.name, "value": item.value, "explanation": item.explanation} for item in layout.fields
+            {"name": item.name, "value": item.value, "explanation": item.explanation}
+            for item in layout.fields
         ],
     }
 
@@ -342,18 +348,35 @@ def clear_caches() -> None:
 TextLoader = Callable[[], str | None]
 
 
-def render_ir(digest: str, kind: str, load_text: TextLoader) -> Rendered:
-    """The rendered text of blob ``digest`` as ``kind`` ("mlir", "llvm", "ptx"...), cached."""
-    key = (digest, kind)
+def render_ir(
+    digest: str, kind: str, load_text: TextLoader, debug_info: tuple[str, TextLoader] | None = None
+) -> Rendered:
+    """The rendered text of blob ``digest`` as ``kind`` ("mlir", "llvm", "ptx"...), cached.
+
+    ``debug_info`` is (hash, loader) of another LLVM IR text whose ``!DILocation`` metadata
+    this one's ``!dbg !N`` references use: LLVM's function-scope pass dumps print a function
+    without the module's metadata, which the compilation's latest module dump before it has.
+    """
+    key = (digest, kind, debug_info[0] if debug_info else None)
     cached = _RENDERED.get(key)
     if cached is not None:
         return cached
     text = load_text() or ""
     if kind == "json":
         text = _pretty_json(text)
-    rendered = _render(text, kind)
+    context = (debug_info[1]() or "") if debug_info else None
+    rendered = _render(text, kind, context)
     _RENDERED.put(key, rendered, rendered.size)
     return rendered
+
+
+def needs_debug_info(text: str) -> bool:
+    """An LLVM IR text that references ``!dbg`` metadata it does not define."""
+    return "!dbg !" in text and "!DILocation(" not in text
+
+
+def has_debug_info(text: str) -> bool:
+    return "!DILocation(" in text
 
 
 def render_python(digest: str, load_text: TextLoader) -> RenderedSource:
@@ -377,7 +400,7 @@ def ops_counts(digest: str, load_text: TextLoader) -> dict[str, int]:
     cached = _OPS.get(key)
     if cached is not None:
         return cached
-    rendered = _RENDERED.get((digest, "mlir")) or _RENDERED.get((digest, "llvm"))
+    rendered = _RENDERED.get((digest, "mlir", None)) or _RENDERED.get((digest, "llvm", None))
     counts = dict(rendered.ops) if rendered is not None else count_groups(load_text() or "")
     _OPS.put(key, counts, 64 * len(counts) + 64)
     return counts
@@ -386,7 +409,7 @@ def ops_counts(digest: str, load_text: TextLoader) -> dict[str, int]:
 def source_index(digest: str, kind: str, load_text: TextLoader) -> SourceIndex:
     """The (file, line) -> IR lines index of a blob, from its render when cached, else from
     its locations alone (no highlighting), cached by hash."""
-    rendered = _RENDERED.get((digest, kind))
+    rendered = _RENDERED.get((digest, kind, None))
     if rendered is not None:
         return _index_of(rendered.by_source)
     key = (digest, kind, "index")
@@ -415,7 +438,12 @@ def _index_of(by_source: dict[tuple[str, int], list[int]]) -> SourceIndex:
 def cache_stats() -> dict[str, dict[str, int]]:
     return {
         name: {"items": len(cache.items), "bytes": cache.bytes, "hits": cache.hits, "misses": cache.misses}
-        for name, cache in (("rendered", _RENDERED), ("sources", _SOURCES), ("ops", _OPS), ("indexes", _INDEXES))
+        for name, cache in (
+            ("rendered", _RENDERED),
+            ("sources", _SOURCES),
+            ("ops", _OPS),
+            ("indexes", _INDEXES),
+        )
     }
 
 
@@ -428,7 +456,13 @@ def _pretty_json(text: str) -> str:
 
 # --------------------------------------------------------------------------- ETags
 
-_TEMPLATE_FILES = ("snapshot.html", "compilation.html", "_snap_layouts.html", "_snap_source.html", "_snap_help.html")
+_TEMPLATE_FILES = (
+    "snapshot.html",
+    "compilation.html",
+    "_snap_layouts.html",
+    "_snap_source.html",
+    "_snap_help.html",
+)
 
 
 def _build_digest() -> str:
@@ -479,7 +513,7 @@ class _Decorations:
     encoding_keys: dict[str, str] = field(default_factory=dict)  # encoding text -> key
 
 
-def _render(text: str, kind: str) -> Rendered:
+def _render(text: str, kind: str, debug_context: str | None = None) -> Rendered:
     token_lines = _token_lines(text, _cached_lexer(kind))
     raw_lines = text.split("\n")
     if len(raw_lines) > 1 and raw_lines[-1] == "":  # the newline ending the last line
@@ -487,7 +521,13 @@ def _render(text: str, kind: str) -> Rendered:
         token_lines = token_lines[: len(raw_lines)]
 
     loc_kind = _loc_kind(kind)
-    line_locs: list[LineLocs] = resolve(text, loc_kind) if loc_kind else []
+    line_locs: list[LineLocs] = []
+    if loc_kind and debug_context:
+        # resolve as the second dump of a log whose first one defines the metadata
+        combined = f"; *** IR Dump (metadata) ***\n{debug_context}\n; *** IR Dump (this) ***\n{text}"
+        line_locs = resolve(combined, loc_kind)[-len(text.split("\n")) :]
+    elif loc_kind:
+        line_locs = resolve(text, loc_kind)
     primaries: list[SourceLoc | None] = [
         line_locs[index].primary if index < len(line_locs) else None for index in range(len(raw_lines))
     ]
@@ -532,7 +572,9 @@ def _render(text: str, kind: str) -> Rendered:
             attrs = f' data-py="{file_index[primary.file]}:{primary.line}"'
             label = f"{basename(primary.file)}:{primary.line}"
             frames = line_locs[index].frames
-            title = " ← ".join(f"{frame.file}:{frame.line}" + (f":{frame.col}" if frame.col else "") for frame in frames)
+            title = " ← ".join(
+                f"{frame.file}:{frame.line}" + (f":{frame.col}" if frame.col else "") for frame in frames
+            )
             name = line_locs[index].name
             if name:
                 title = f"{name} @ {title}"
@@ -588,7 +630,11 @@ def _line_code(
     for token_type, value in tokens:
         start = column
         column += len(value)
-        if token_type is Whitespace or token_type is Text.Whitespace or (token_type is Text and value.isspace()):
+        if (
+            token_type is Whitespace
+            or token_type is Text.Whitespace
+            or (token_type is Text and value.isspace())
+        ):
             if pending_space:
                 append(pending_space)
             pending_space = value
@@ -609,9 +655,15 @@ def _line_code(
             colour = decorations.layout_colours[alias]
             target = f' href="#L{layout.line}"' if layout.line else ""
             definition = " def" if start == 0 and decorations.layout_lines.get(number) == alias else ""
-            append(f'<a class="ly y{colour}{definition}" data-ly="{_attr(alias)}"{target}>{_escape(value)}</a>')
+            append(
+                f'<a class="ly y{colour}{definition}" data-ly="{_attr(alias)}"{target}>{_escape(value)}</a>'
+            )
             continue
-        if token_type is Name.Builtin and value.startswith(_LAYOUT_DIALECTS) and number not in decorations.layout_lines:
+        if (
+            token_type is Name.Builtin
+            and value.startswith(_LAYOUT_DIALECTS)
+            and number not in decorations.layout_lines
+        ):
             key = _encoding_key(raw, start, decorations)
             if key is not None:
                 append(f'<span class="nb enc" data-enc="{key}">{_escape(value)}</span>')

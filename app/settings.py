@@ -19,7 +19,11 @@ class Settings(BaseSettings):
         description="SQLAlchemy database URL, e.g. postgresql+psycopg://user@host/irlens. "
         "Default: a SQLite file irlens.db in data_dir.",
     )
-    base_url: str = Field("", description="URL path prefix when served behind a reverse proxy, e.g. /irlens.")
+    base_url: str = Field(
+        "",
+        description="URL path prefix when served behind a reverse proxy, e.g. /irlens. Every link carries it; "
+        "requests are answered with or without it (whether the proxy strips it or not).",
+    )
     load_demo: bool = Field(
         True, description="Load the bundled demo capture on start when the database holds no runs."
     )
@@ -31,20 +35,35 @@ class Settings(BaseSettings):
     )
     max_files: int = Field(100_000, description="Most files an upload may contain, archives included.")
     require_token: bool = Field(
-        False, description="Require an API token (Bearer or signed-in session) to upload and delete runs."
+        False,
+        description="Require an API token (Bearer or signed-in session) to upload, edit and delete runs. "
+        "Then the home page lists only listed runs and the reader's own; any run opens by its link.",
     )
     require_token_to_read: bool = Field(
-        False, description="Require a token, or a trusted proxy user header, to read anything."
+        False,
+        description="Require a token, a signed-in session or the trusted proxy's user header to read anything "
+        "(except /-/health and the sign-in page).",
     )
     trusted_user_header: str | None = Field(
-        None, description="Header set by a trusted reverse proxy naming the signed-in user, e.g. X-Forwarded-User."
+        None,
+        description="Header set by a trusted reverse proxy naming the signed-in user, e.g. X-Forwarded-User. "
+        "It lets that user read; uploads still need a token. The proxy must strip it from clients' requests.",
     )
     retention_days: int | None = Field(
-        None, description="Delete runs older than this many days (checked hourly). Empty: keep forever."
+        None,
+        description="Delete runs older than this many days, and the stored texts only they used (checked "
+        "on start and hourly; `irlens gc` does it on demand). Empty: keep forever.",
+    )
+    forwarded_allow_ips: str = Field(
+        "127.0.0.1",
+        description="With --proxy-headers: comma-separated proxy addresses whose X-Forwarded-* headers are "
+        "trusted, or * for any.",
     )
     workers: int = Field(1, description="Number of uvicorn worker processes for `irlens serve`.")
     secret_key: str | None = Field(
-        None, description="Key for signing session cookies. Default: generated and kept in data_dir."
+        None,
+        description="Key for signing session cookies. Default: generated once and kept in data_dir/secret_key. "
+        "Set the same key on every host serving one database.",
     )
 
     @property

@@ -60,8 +60,8 @@ class Urls:
     def source_map(self, run_id: str, ordinal: int, file: str | None = None, line: int | None = None) -> str:
         """Which IR lines of every pass of a compilation map to Python ``file:line``."""
         url = self.compilation(run_id, ordinal) + "/map"
-        if file is not None and line is not None:
-            url += f"?file={quote(file, safe='/')}&line={line}"
+        if file is not None:
+            url += f"?file={quote(file, safe='/')}" + (f"&line={line}" if line is not None else "")
         return url
 
     def source(self, run_id: str, path: str) -> str:

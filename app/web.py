@@ -65,3 +65,8 @@ def respond(request: Request, template: str, data: dict[str, Any], status: int =
     response.headers["Link"] = f'<{json_url}>; rel="alternate"; type="application/json"'
     response.headers["Vary"] = "HX-Request"
     return response
+
+
+def immutable_headers(digest: str) -> dict[str, str]:
+    """Headers for content-addressed responses: the bytes behind the URL never change."""
+    return {"ETag": f'"{digest}"', "Cache-Control": "private, max-age=31536000, immutable"}

@@ -21,6 +21,7 @@ IRLENS = str(Path(sys.executable).with_name("irlens"))
 class ChildResult:
     seconds: float
     max_rss: int  # bytes
+    cpu_seconds: float  # user + system
     returncode: int
     stdout: bytes
     stderr: bytes
@@ -36,7 +37,8 @@ def run_child(argv: list[str], env: dict | None = None) -> ChildResult:
         process.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return ChildResult(seconds, usage.ru_maxrss * 1024, process.returncode, out.read(), err.read())
+        cpu = usage.ru_utime + usage.ru_stime
+        return ChildResult(seconds, usage.ru_maxrss * 1024, cpu, process.returncode, out.read(), err.read())
 
 
 def warm(path: Path) -> None:

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 from parsers.records import Dump, DumpHeader
 
-_KERNEL_TT = re.compile(rb"^\s*tt\.func public @([^\s(]+)\(", re.M)
-_KERNEL_LLVM = re.compile(rb"^\s*llvm\.func @([^\s(]+)\(([^\n]*)", re.M)
+_KERNEL_TT = re.compile(rb"^\s*tt\.func public @([^\s(]+)\(", re.MULTILINE)
+_KERNEL_LLVM = re.compile(rb"^\s*llvm\.func @([^\s(]+)\(([^\n]*)", re.MULTILINE)
 _NAME = re.compile(rb"([^\s(]+)\(")  # a symbol name and its "(": what follows "@" in the patterns above
 _TT_FUNC = b"tt.func public @"
 _LLVM_FUNC = b"llvm.func @"
@@ -149,6 +149,7 @@ class CompilationGrouper:
         self._open: dict[str, CompilationRecord] = {}
         self._current: CompilationRecord | None = None
         self._facts = _BodyFacts()
+        self._stage_marks: dict[int, tuple[DumpHeader, bool, bool]] = {}  # by header identity
 
     def add(self, dump: Dump, blob: str) -> CompilationRecord | None:
         header = dump.header
@@ -207,13 +208,22 @@ class CompilationGrouper:
             changed=previous != blob,  # the first snapshot counts as a change: it brings the IR
         )
 
-    @staticmethod
-    def _advance_stage(compilation: CompilationRecord, header: DumpHeader) -> None:
+    def _advance_stage(self, compilation: CompilationRecord, header: DumpHeader) -> None:
         """The dump shows the IR *before* its pass, so the stage moves on after the boundary pass."""
-        names = (header.pass_arg or "", header.pass_name)
-        if compilation.stage == "ttir" and any(_TO_TTGIR.search(name) for name in names):
+        marks = self._stage_marks.get(id(header))
+        if marks is None or marks[0] is not header:
+            names = (header.pass_arg or "", header.pass_name)
+            marks = (
+                header,
+                any(_TO_TTGIR.search(name) for name in names),
+                any(_TO_LLVM.search(name) for name in names),
+            )
+            if len(self._stage_marks) > 4096:
+                self._stage_marks.clear()
+            self._stage_marks[id(header)] = marks
+        if compilation.stage == "ttir" and marks[1]:
             compilation.stage = "ttgir"
-        elif compilation.stage == "ttgir" and any(_TO_LLVM.search(name) for name in names):
+        elif compilation.stage == "ttgir" and marks[2]:
             compilation.stage = "llvm-dialect"
 
     def mark_truncated(self, reason: str) -> None:

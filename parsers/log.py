@@ -25,15 +25,22 @@ from parsers.records import Dump, DumpHeader, GapBlock, UnknownBanner
 CHUNK_SIZE = 8 << 20
 GAP_BATCH_LINES = 5000
 _MARK = b"// -----//"  # any MLIR banner, wherever it appears
-_BANNER = re.compile(rb"^(?:// -----// |; \*\*\* IR Dump |\*\*\* IR Dump |# \*\*\* IR Dump )", re.M)
+_MLIR_BANNER = b"// -----// "  # an MLIR banner, as _BANNER matches it at a line's start
+_BANNER = re.compile(rb"^(?:// -----// |; \*\*\* IR Dump |\*\*\* IR Dump |# \*\*\* IR Dump )", re.MULTILINE)
 # An LLVM dump has blank lines inside, so it runs until the next banner or an obvious non-IR line.
 _LLVM_END = re.compile(
     rb"^(?:// -----// |; \*\*\* IR Dump |\*\*\* IR Dump |# \*\*\* IR Dump |===-|Traceback \(most recent call last\))",
-    re.M,
+    re.MULTILINE,
 )
 UNBALANCED = "unbalanced braces: the dump is incomplete or mixed with other output"
 _NL = 10  # b"\n"[0]
 _CR = 13
+_BLANK_LINE = re.compile(rb"\n\n")  # the regex engine finds this twice as fast as bytes.find
+# bytes.translate deleting all but these leaves a short string to count them in: one pass, not three.
+_COUNTED = bytes(c for c in range(256) if c not in b"\n{}")
+# A dump still open at a chunk's end is scanned again joined with the next chunk's head (so the fast
+# path sees it whole), unless it is already this long.
+_CARRY_MAX = 4 << 20
 
 # Recently seen fast-path bodies, for recognising an unchanged pass without re-reading its body.
 _RECENT_BYTES = 32 << 20
@@ -41,36 +48,55 @@ _RECENT_COUNT = 64
 _HEADER_CACHE = 8192
 
 
-def _chunks(stream: BinaryIO, chunk_size: int) -> Iterator[tuple[bytes, int, int]]:
-    """Yield (buffer, start, end) with buffer[start:end] whole lines (the stream's last may lack its
-    newline). Blocks are scanned where they were read, without copying: a line cut by a block's end is
-    joined with its rest and yielded on its own."""
-    carry: list[bytes] = []
-    while True:
-        block = stream.read(chunk_size)
-        if not block:
-            if carry:
-                line = b"".join(carry)
-                yield line, 0, len(line)
-            return
-        start = 0
-        if carry:
-            newline = block.find(b"\n")
-            if newline < 0:
-                carry.append(block)
+class _Chunks:
+    """Read a stream in big blocks and hand out (buffer, start, end) pieces, buffer[start:end] being
+    whole lines (the stream's last piece may lack its newline). Blocks are scanned where they were
+    read, without copying. Bytes that must be seen together with what follows are joined with the
+    next block's head into a small piece of their own: a line cut by a block's end, and (when the
+    scanner sets `carry`) the start of a dump still open at a piece's end, which is joined up to the
+    end of the next banner line."""
+
+    def __init__(self, stream: BinaryIO, chunk_size: int) -> None:
+        self.stream = stream
+        self.chunk_size = chunk_size
+        self.carry = b""  # set by the scanner: the unscanned tail of the piece it was given
+
+    def __iter__(self) -> Iterator[tuple[bytes, int, int]]:
+        partial: list[bytes] = []  # unscanned bytes before block[start:] that end in no newline
+        block, start = b"", 0  # block[start:] is not scanned yet
+        while True:
+            if start >= len(block):
+                block, start = self.stream.read(self.chunk_size), 0
+                if not block:
+                    last = self.carry + b"".join(partial)
+                    if last:
+                        yield last, 0, len(last)
+                    return
+            carry, self.carry = self.carry, b""
+            if carry or partial:
+                cut = 0
+                if carry:
+                    mark = block.find(_MARK, start)
+                    if mark >= 0:
+                        cut = block.find(b"\n", mark) + 1
+                if not cut:
+                    cut = block.find(b"\n", start) + 1
+                if not cut:  # no newline in the rest of the block: keep collecting
+                    partial = [carry, *partial, block[start:]]
+                    start = len(block)
+                    continue
+                joined = carry + b"".join(partial) + block[start:cut]
+                partial, start = [], cut
+                yield joined, 0, len(joined)
                 continue
-            carry.append(block[: newline + 1])
-            line = b"".join(carry)
-            carry = []
-            yield line, 0, len(line)
-            start = newline + 1
-        cut = block.rfind(b"\n", start) + 1
-        if cut > start:
-            yield block, start, cut
-        else:
-            cut = start
-        if cut < len(block):
-            carry.append(block[cut:])
+            cut = block.rfind(b"\n", start) + 1
+            if cut > start:
+                yield block, start, cut
+            else:
+                cut = start
+            if cut < len(block):
+                partial.append(block[cut:])
+            start = len(block)
 
 
 class _HeaderCache(dict):
@@ -101,6 +127,7 @@ class _RecentBodies:
         self.by_length: dict[int, list[tuple[bytes, int, bool]]] = {}
         self.order: list[int] = []  # lengths, oldest first (one entry per body)
         self.size = 0
+        self.last: tuple[bytes, int, bool] | None = None  # the latest body seen
 
     def find(self, chunk: bytes, pos: int, length: int) -> tuple[bytes, int, bool] | None:
         entries = self.by_length.get(length)
@@ -112,6 +139,7 @@ class _RecentBodies:
 
     def add(self, body: bytes, newlines: int, balanced: bool) -> None:
         length = len(body)
+        self.last = (body, newlines, balanced)
         if length > _RECENT_BYTES // 4:
             return
         self.by_length.setdefault(length, []).append((body, newlines, balanced))
@@ -136,11 +164,13 @@ class _Scanner:
         self.pending_damage: str | None = None
         self.headers = _HeaderCache()
         self.recent = _RecentBodies()
+        self.carried = False  # the open dump's start was already carried into a joined piece
 
     # -- dumps -------------------------------------------------------------
     def start(self, header: DumpHeader, line: int, damage: str | None = None) -> None:
         self.header, self.header_line, self.parts = header, line, []
         self.pending_damage = damage
+        self.carried = False
 
     def finish(self, damage: str | None = None, truncated: bool = False) -> Dump:
         assert self.header is not None
@@ -173,7 +203,8 @@ class _Scanner:
 def scan_log(stream: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[Dump | GapBlock | UnknownBanner]:
     """Yield dumps, gap-text blocks and unparseable banners in log order."""
     scan = _Scanner()
-    for chunk, pos, size in _chunks(stream, chunk_size):
+    chunks = _Chunks(stream, chunk_size)
+    for chunk, pos, size in chunks:
         # A dump that ended exactly at the previous chunk's end: its blank line starts this chunk.
         if scan.header is not None and scan.header.kind != "llvm" and scan.parts and chunk.startswith(b"\n", pos):
             yield scan.finish()
@@ -181,6 +212,9 @@ def scan_log(stream: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[Dump | 
             pos += 1
         while pos < size:
             if scan.header is None:
+                if chunk.startswith(_MLIR_BANNER, pos):  # the usual: a banner right after a dump
+                    pos = yield from _open_dump(scan, chunk, pos, size)
+                    continue
                 match = _BANNER.search(chunk, pos, size)
                 end = match.start() if match else size
                 if end > pos:
@@ -203,6 +237,11 @@ def scan_log(stream: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[Dump | 
                         pos = dump[1]
                         yield dump[0]
                         continue
+                    if not scan.carried and size - pos <= _CARRY_MAX and chunk.find(_MARK, pos, size) < 0:
+                        # The dump runs past this piece: scan it again joined with what follows.
+                        scan.carried = True
+                        chunks.carry = chunk[pos:size]
+                        break
                 pos = yield from _continue_mlir(scan, chunk, pos, size)
     if scan.header is not None:
         if scan.header.kind == "llvm":
@@ -241,8 +280,18 @@ def _fast_mlir(scan: _Scanner, chunk: bytes, pos: int, size: int) -> tuple[Dump,
 
     Returns the dump and the position after its blank line (further blank lines are gap text, as on
     the general path), or None for the general path. The body must not start with a newline, end with
-    a CR, or hold a blank line: exactly when the general path would end the dump at the same place.
+    a CR, or hold a blank line or a banner mark: exactly when the general path would end the dump at
+    the same place.
     """
+    # An unchanged pass: the body equals the last one (already checked), followed by the separator.
+    last = scan.recent.last
+    if last is not None and chunk.startswith(last[0], pos):
+        end = pos + len(last[0])
+        mark = end
+        while mark < size and chunk[mark] == _NL:
+            mark += 1
+        if mark - end >= 2 and chunk.startswith(_MARK, mark) and mark < size:
+            return _emit(scan, last, end, mark)
     mark = chunk.find(_MARK, pos, size)
     if mark < 0:
         return None
@@ -251,17 +300,23 @@ def _fast_mlir(scan: _Scanner, chunk: bytes, pos: int, size: int) -> tuple[Dump,
         end -= 1
     if mark - end < 2 or end <= pos:
         return None
-    length = end - pos
-    recent = scan.recent.find(chunk, pos, length)
-    if recent is not None:
-        body, newlines, balanced = recent
-    else:
+    recent = scan.recent.find(chunk, pos, end - pos)
+    if recent is None:
         body = chunk[pos:end]
-        if body[0] == _NL or body[-1] == _CR or body.find(b"\n\n") >= 0:
+        if body[0] == _NL or body[-1] == _CR or _BLANK_LINE.search(body):
             return None
-        newlines = body.count(b"\n")
-        balanced = body.count(b"{") == body.count(b"}")
-        scan.recent.add(body, newlines, balanced)
+        counted = body.translate(None, _COUNTED)
+        recent = (body, counted.count(b"\n"), counted.count(b"{") == counted.count(b"}"))
+        scan.recent.add(*recent)
+    else:
+        scan.recent.last = recent
+    return _emit(scan, recent, end, mark)
+
+
+def _emit(scan: _Scanner, body_facts: tuple[bytes, int, bool], end: int, mark: int) -> tuple[Dump, int]:
+    """The dump whose body ends at `end`, the next banner being at `mark`; any blank lines beyond the
+    one that ends the dump are gap lines (as add_gap would record them)."""
+    body, newlines, balanced = body_facts
     header = scan.header
     assert header is not None
     damage = scan.pending_damage
@@ -269,8 +324,16 @@ def _fast_mlir(scan: _Scanner, chunk: bytes, pos: int, size: int) -> tuple[Dump,
         damage = UNBALANCED
     dump = Dump(header, body, scan.header_line, damage, False, newlines + 1)
     scan.header, scan.pending_damage = None, None
-    scan.line += newlines + 2  # the body's lines and the blank line
-    return dump, end + 2
+    line = scan.line + newlines + 2  # the body's lines and the blank line
+    extra = mark - end - 2
+    if extra and len(scan.gap.lines) + extra >= GAP_BATCH_LINES:
+        scan.line = line
+        return dump, end + 2  # the gap text path batches these
+    for _ in range(extra):
+        scan.gap.lines.append((line, ""))
+        line += 1
+    scan.line = line
+    return dump, mark
 
 
 def _continue_mlir(scan: _Scanner, chunk: bytes, pos: int, size: int):

@@ -395,6 +395,7 @@
     if (compilation) setupCompilation(compilation);
     const snapshot = document.querySelector(".snap-page");
     if (snapshot) setupSnapshot(snapshot);
+    (compilation || snapshot || document.body).dataset.ready = "1"; /* keys work from now on */
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);

@@ -38,7 +38,7 @@ def corpus_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def unpacked_corpus(tmp_path_factory) -> Path:  # noqa: ANN001
+def unpacked_corpus(tmp_path_factory) -> Path:
     """All corpus archives unpacked once per session."""
     if not CORPUS.is_dir():
         pytest.skip("../shared/corpus is not available")
@@ -75,7 +75,7 @@ def session_db(tmp_path_factory):
     database.dispose()
 
 
-def ingest_paths(database: Database, paths, **options) -> dict:  # noqa: ANN001
+def ingest_paths(database: Database, paths, **options) -> dict:
     with database.session() as session:
         run = Ingest(session, **options).ingest(paths)
         session.commit()

@@ -349,7 +349,7 @@ def test_the_user_header_counts_only_when_the_setting_names_it(tmp_path):
 # -- behind a reverse proxy, under a base URL ------------------------------------------------------------
 
 
-LINK = re.compile(r'(?:href|src|action)="([^"]*)"')
+LINK = re.compile(r'(?<![-\w])(?:href|src|action)="([^"]*)"')
 
 
 def page_links(text: str) -> list[str]:
@@ -369,6 +369,8 @@ def test_base_url_prefixes_every_link_and_answers_both_ways(tmp_path):
             route,
             route + "/edit",
             compilation.removeprefix("/irlens"),
+            compilation.removeprefix("/irlens") + "/s/3",
+            compilation.removeprefix("/irlens") + "/map",
             "/search?q=add",
             "/-/signin",
         ]
@@ -379,7 +381,7 @@ def test_base_url_prefixes_every_link_and_answers_both_ways(tmp_path):
                 assert response.status_code == 200, (path, response.status_code)
                 links = page_links(response.text)
                 assert links, path
-                wrong = [link for link in links if not link.startswith(("/irlens/", "#", "data:"))]
+                wrong = [link for link in links if not link.startswith(("/irlens/", "#", "data:", "?"))]
                 assert not wrong, (path, wrong)
                 assert response.headers["link"].startswith("</irlens/"), response.headers["link"]
         # Redirects and cookies stay under the prefix too.
@@ -396,3 +398,21 @@ def test_base_url_sign_in_redirect_keeps_the_prefix(tmp_path):
             response = client.get(path, headers=BROWSER)
             assert response.status_code == 303
             assert response.headers["location"] == "/irlens/-/signin?next=/irlens/search"
+
+
+def test_pages_show_who_is_signed_in(tmp_path):
+    with make_client(tmp_path, require_token=True) as client:
+        token = make_token(client, "alice")
+        run = upload(client, token).json()
+        anonymous = client.get(run["url"], headers=BROWSER)
+        assert 'class="nav-user" href="/-/signin">Sign in</a>' in anonymous.text
+        client.post("/-/signin", data={"token": token})
+        signed_in = client.get(run["url"], headers=BROWSER)
+        assert 'title="Signed in">alice</a>' in signed_in.text
+        assert f'href="{run["url"]}/edit"' in signed_in.text
+
+
+def test_the_demo_run_is_listed_for_everyone(tmp_path):
+    with make_client(tmp_path, require_token=True, load_demo=True) as client:
+        [demo] = client.get("/index.json").json()["runs"]
+        assert demo["tags"] == ["demo"] and demo["owner"] is None

@@ -13,7 +13,7 @@ from parsers.records import Dump, GapBlock
 from tests.conftest import FIXTURES
 
 LOG = gzip.decompress((FIXTURES / "sm90_add_kernel_dump.log.gz").read_bytes())
-BANNERS = [m.start() for m in re.finditer(rb"^// -----// ", LOG, re.M)]
+BANNERS = [m.start() for m in re.finditer(rb"^// -----// ", LOG, re.MULTILINE)]
 
 
 def scan(data: bytes, chunk_size: int = 1 << 20) -> list:

@@ -45,7 +45,7 @@ def test_deleting_a_run_keeps_the_blobs_another_run_shares(db, caplog):
         other_blobs = run_blobs(session, other["run"])
         assert first_blobs == run_blobs(session, second["run"])  # the same corpus: every blob shared
     before = blob_hashes(db)
-    assert first_blobs | other_blobs == before
+    assert first_blobs | other_blobs <= before
     assert len(first_blobs) > 100
 
     with caplog.at_level(logging.INFO, logger="irlens"):
@@ -59,8 +59,9 @@ def test_deleting_a_run_keeps_the_blobs_another_run_shares(db, caplog):
 
     # The last run using them goes: its blobs go too, except those the fixture run shares.
     deleted = delete_run(db, second["run"])
-    assert deleted.blobs == len(first_blobs - other_blobs)
-    assert blob_hashes(db) == other_blobs
+    assert deleted.blobs == len(first_blobs - other_blobs) > 0
+    assert blob_hashes(db) == before - (first_blobs - other_blobs)
+    assert other_blobs <= blob_hashes(db)
     assert delete_run(db, second["run"]) is None
 
 
@@ -102,7 +103,7 @@ def test_retention_deletes_runs_older_than_the_setting(db, caplog):
     assert apply_retention(db, 30) == []
     # The last run's blobs are all still there: it shared every one with the deleted run.
     with db.session() as session:
-        assert run_blobs(session, recent["run"]) == blob_hashes(db)
+        assert run_blobs(session, recent["run"]) <= blob_hashes(db)
 
 
 def test_retention_runs_in_the_background_when_the_app_starts(tmp_path):
@@ -125,6 +126,7 @@ def test_gc_command_applies_retention_and_sweeps_unused_blobs(db):
     old = ingest_paths(db, [FIXTURE_LOG], title="old")
     age(db, old["run"], 3)
     with db.session() as session:
+        used = run_blobs(session, old["run"])
         writer = BlobWriter(session)
         orphan = writer.put(b"a blob no run refers to")
         writer.flush()
@@ -135,8 +137,8 @@ def test_gc_command_applies_retention_and_sweeps_unused_blobs(db):
     assert orphan in blob_hashes(db)
     kept = subprocess.run([*command, "--days", "5"], capture_output=True, text=True, check=False)
     assert kept.returncode == 0, kept.stderr
-    assert "removed 1 blobs" in kept.stdout
-    assert orphan not in blob_hashes(db) and blob_hashes(db)
+    assert kept.stdout.startswith("removed ") and kept.stdout.endswith(" blobs no run used\n")
+    assert blob_hashes(db) == used  # the orphan went, the run's blobs stayed
     gone = subprocess.run(
         [sys.executable, "-m", "app.cli", "retention", "--db", db.url, "--days", "2"],
         capture_output=True,
@@ -151,6 +153,8 @@ def test_gc_command_applies_retention_and_sweeps_unused_blobs(db):
 
 def test_delete_command_removes_runs_by_id(db):
     run = ingest_paths(db, [FIXTURE_LOG])
+    with db.session() as session:
+        used = run_blobs(session, run["run"])
     result = subprocess.run(
         [sys.executable, "-m", "app.cli", "delete", run["run"], "nosuchrun", "--db", db.url],
         capture_output=True,
@@ -159,4 +163,4 @@ def test_delete_command_removes_runs_by_id(db):
     )
     assert result.returncode == 1
     assert f"deleted run {run['run']}" in result.stdout and "no run nosuchrun" in result.stderr
-    assert blob_hashes(db) == set()
+    assert not used & blob_hashes(db)

@@ -99,7 +99,9 @@ def test_compilation_timeline_shows_which_pass_introduced_tma_ops(sm90):
     assert after["ops"]["tma"] > lowering["ops"]["tma"]
     added = after["ops"]["tma"] - lowering["ops"]["tma"]
     page = get_html(client, url)
-    assert f"+{added} TMA ops vs #{lowering['index']}, so introduced by TritonNvidiaGPUTMALoweringPass" in page
+    assert (
+        f"+{added} TMA ops vs #{lowering['index']}, so introduced by TritonNvidiaGPUTMALoweringPass" in page
+    )
     # the add kernel has no TMA at all, so its timeline has no TMA column
     add_page = get_html(client, compilation_of(run, "add_kernel")["url"])
     assert "TMA ops" not in add_page and 'class="op-dot hw-tma"' not in add_page
@@ -126,7 +128,11 @@ def test_compilation_lists_cached_files_and_metadata(sm90):
 def test_snapshot_page_and_its_json_show_the_same_ir(sm90):
     client, run = sm90
     compilation = get_json(client, compilation_of(run, "matmul_descriptor_kernel")["url"])
-    snapshot = next(s for s in compilation["snapshots"] if s["pass"] == "TritonGPURemoveLayoutConversions" and s["index"] > 40)
+    snapshot = next(
+        s
+        for s in compilation["snapshots"]
+        if s["pass"] == "TritonGPURemoveLayoutConversions" and s["index"] > 40
+    )
     data = get_json(client, snapshot["url"])
     page = get_html(client, snapshot["url"])
     lines = data["text"].split("\n")
@@ -157,7 +163,7 @@ def test_raw_returns_the_ir_exactly_as_logged(sm90):
         log = archive.extractfile("sm90_mix/dump.log").read().split(b"\n")
     compilation = get_json(client, compilation_of(run, "matmul_descriptor_kernel")["url"])
     checked = 0
-    for snapshot in compilation["snapshots"][:: 7] + compilation["snapshots"][-1:]:
+    for snapshot in compilation["snapshots"][::7] + compilation["snapshots"][-1:]:
         response = client.get(snapshot["raw_url"])
         assert response.status_code == 200
         assert response.headers["content-type"] == "text/plain; charset=utf-8"
@@ -218,7 +224,12 @@ def test_cached_files_are_viewable_highlighted_and_raw_stays_raw(sm90, kind):
         assert ">kernels.py:15</span>" in page  # pid = tl.program_id(axis=0)
     if kind == "json":
         assert data["line_count"] > raw.text.count("\n")  # pretty-printed for reading
-    assert client.get(file["view_url"], headers={"If-None-Match": client.get(file["view_url"]).headers["etag"]}).status_code == 304
+    assert (
+        client.get(
+            file["view_url"], headers={"If-None-Match": client.get(file["view_url"]).headers["etag"]}
+        ).status_code
+        == 304
+    )
 
 
 # --------------------------------------------------------------------------- a Python line in every pass
@@ -246,8 +257,12 @@ def test_map_page_and_its_json_list_the_same_ir_lines(sm90):
     # in one pass, the map's lines are exactly that snapshot's lines located at file:line
     snapshot = get_json(client, compilation["url"] + "/s/44")
     row = next(row for row in data["snapshots"] if row["index"] == 44)
-    assert row["lines"] == [n for n, loc in enumerate(snapshot["locs"], start=1) if loc and loc["line"] == line]
-    assert any("ttng.async_tma_copy_global_to_local" in snapshot["text"].split("\n")[n - 1] for n in row["lines"])
+    assert row["lines"] == [
+        n for n, loc in enumerate(snapshot["locs"], start=1) if loc and loc["line"] == line
+    ]
+    assert any(
+        "ttng.async_tma_copy_global_to_local" in snapshot["text"].split("\n")[n - 1] for n in row["lines"]
+    )
     # the file can be named by its base name too
     short = get_json(client, Urls().source_map(run["run"], compilation["id"], "kernels.py", line))
     assert [r["lines"] for r in short["snapshots"]] == [r["lines"] for r in data["snapshots"]]
@@ -257,7 +272,7 @@ def test_map_page_and_its_json_list_the_same_ir_lines(sm90):
     # the bare map page offers the files to pick from
     bare = get_json(client, compilation["url"] + "/map")
     assert bare["files"][0]["file"] == file and bare["snapshots"] == []
-    assert "<select name=\"file\">" in get_html(client, compilation["url"] + "/map")
+    assert '<select name="file">' in get_html(client, compilation["url"] + "/map")
 
 
 # --------------------------------------------------------------------------- escaping, missing sources
@@ -297,8 +312,12 @@ def test_missing_source_is_named_and_the_gutter_still_shows_file_and_line(hostil
     data = get_json(client, snapshot["url"])
     assert data["source"] is None
     assert data["sources"] == [
-        {"file": "/home/dev/kernels/kernels.py", "path": None, "lines": data["sources"][0]["lines"],
-         "map_url": data["sources"][0]["map_url"]}
+        {
+            "file": "/home/dev/kernels/kernels.py",
+            "path": None,
+            "lines": data["sources"][0]["lines"],
+            "map_url": data["sources"][0]["map_url"],
+        }
     ]
     page = get_html(client, snapshot["url"])
     assert 'source <strong class="mono">kernels.py</strong> not in the upload' in page
@@ -327,3 +346,25 @@ def test_pass_times_come_from_timing_reports_matched_by_name_in_order(tmp_path):
     assert internal and all(s["ms"] is None for s in internal)
     assert sum(1 for s in data["snapshots"] if s["ms"] is not None) >= 70
     assert '<td class="num mono ms">1.50</td>' in page
+
+
+# --------------------------------------------------------------------------- LLVM pass dumps
+
+
+def test_llvm_function_dumps_borrow_the_module_debug_info(tmp_path):
+    client, run = make_site(tmp_path, [corpus_archive("sm90_llvm")])
+    with client:
+        compilation = get_json(client, run["compilations"][0]["url"])
+        llvm = [s for s in compilation["snapshots"] if s["kind"] == "llvm"]
+        assert len(llvm) == 193
+        function_dump = next(
+            s
+            for s in llvm
+            if s["scope"] == "add_kernel" and "!DILocation(" not in client.get(s["raw_url"]).text
+        )
+        data = get_json(client, function_dump["url"])
+        assert "!dbg !" in data["text"] and "!DILocation(" not in data["text"]
+        located = [loc for loc in data["locs"] if loc]
+        assert located and all(loc["file"] == "/home/dev/kernels/kernels.py" for loc in located)
+        page = get_html(client, function_dump["url"])
+        assert ">kernels.py:15</span>" in page  # ctaid.x: pid = tl.program_id(axis=0)

@@ -13,7 +13,7 @@ response carries an ETag and `If-None-Match` gets a 304.
 from __future__ import annotations
 
 import hashlib
-import html
+import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +55,7 @@ diff_cache = DiffCache(capacity=32)
 
 VIEWS = ("split", "unified")
 CONTEXT_CHOICES = (3, 5, 10, 25)
-INLINE_ROWS = 1200  # rows rendered with the page; later chunks load as they scroll into view
+INLINE_ROWS = 800  # rows rendered with the page; later chunks load as they scroll into view
 CHUNK_ROWS = 400  # rows per lazily loaded chunk
 EXPAND_STEP = 20  # rows an "expand up/down" click reveals in a long unchanged run
 
@@ -302,6 +302,9 @@ def page_data(
 # --------------------------------------------------------------------------- HTML rows
 
 
+_HTML_PIECES = re.compile(r"<[^>]*>|&[#\w]+;|[^<&]+")
+
+
 def _mark_html(code: str, spans: list[tuple[int, int]], css: str) -> str:
     """Wrap the characters in `spans` (offsets into the text) of highlighted HTML in `<mark>`.
 
@@ -310,53 +313,64 @@ def _mark_html(code: str, spans: list[tuple[int, int]], css: str) -> str:
     """
     if not spans:
         return code
+    opening, closing = f'<mark class="{css}">', "</mark>"
     out: list[str] = []
-    pos = 0  # in the HTML
-    offset = 0  # in the text
-    span_index = 0
+    append = out.append
+    offset = 0  # characters of text so far
     inside = False
-    length = len(code)
-    start, end = spans[0]
-    while pos < length:
-        char = code[pos]
-        if char == "<":
-            close = code.index(">", pos) + 1
+    edges = [edge for span in spans for edge in span]  # sorted, alternately opening and closing
+    edge_index = 0
+    next_edge = edges[0]
+    for piece in _HTML_PIECES.findall(code):
+        first = piece[0]
+        if first == "<":
             if inside:
-                out.append("</mark>")
-            out.append(code[pos:close])
-            if inside:
-                out.append(f'<mark class="{css}">')
-            pos = close
-            continue
-        if not inside and offset == start:
-            out.append(f'<mark class="{css}">')
-            inside = True
-        if char == "&":
-            semi = code.index(";", pos) + 1
-            out.append(code[pos:semi])
-            pos = semi
-        else:
-            out.append(char)
-            pos += 1
-        offset += 1
-        if inside and offset == end:
-            out.append("</mark>")
-            inside = False
-            span_index += 1
-            if span_index < len(spans):
-                start, end = spans[span_index]
+                append(closing)
+                append(piece)
+                append(opening)
             else:
-                start = end = -1
+                append(piece)
+            continue
+        size = 1 if first == "&" and piece[-1] == ";" else len(piece)
+        if next_edge >= offset + size:
+            append(piece)  # no edge at its start or inside it
+            offset += size
+            continue
+        if size == 1:  # an entity or one character, with an edge at its start
+            while next_edge == offset:
+                inside = not inside
+                append(opening if inside else closing)
+                edge_index += 1
+                next_edge = edges[edge_index] if edge_index < len(edges) else 1 << 60
+            append(piece)
+            offset += 1
+            continue
+        start = 0
+        while start < size:
+            while next_edge == offset + start:
+                inside = not inside
+                append(opening if inside else closing)
+                edge_index += 1
+                next_edge = edges[edge_index] if edge_index < len(edges) else 1 << 60
+            end = min(size, next_edge - offset)
+            append(piece[start:end])
+            start = end
+        offset += size
+    while next_edge <= offset and edge_index < len(edges):
+        inside = not inside
+        append(opening if inside else closing)
+        edge_index += 1
+        next_edge = edges[edge_index] if edge_index < len(edges) else 1 << 60
     if inside:
-        out.append("</mark>")
-    return "".join(out).replace(f'<mark class="{css}"></mark>', "")
+        append(closing)
+    return "".join(out).replace(opening + closing, "")
 
 
 @dataclass
 class Cell:
     no: int | None = None
-    html: Markup = Markup("")
-    css: str = "empty"  # eq, del, ins, ign-del, ign-ins, empty
+    html: Markup = field(default_factory=Markup)
+    css: str = "nil"  # eq, del, ins, ign-del, ign-ins; nil: no line on this side
 
 
 @dataclass
@@ -429,18 +443,16 @@ class RowRenderer:
                 k += 1
             else:
                 # a run of deletions next to a run of insertions: side by side, like a replacement
-                deletes, inserts = [], []
                 ignored = row.ignored
-                while k < len(numbered) and numbered[k][1].op in (DELETE, INSERT) \
-                        and numbered[k][1].ignored == ignored and self._change_of(numbered[k][0]) == change:
-                    item = numbered[k][1]
-                    if item.op == DELETE:
-                        if inserts and deletes and len(deletes) >= len(inserts):
+                runs: dict[str, list[Row]] = {DELETE: [], INSERT: []}
+                for op in (row.op, INSERT if row.op == DELETE else DELETE):
+                    while k < len(numbered):
+                        item_index, item = numbered[k]
+                        if item.op != op or item.ignored != ignored or self._change_of(item_index) != change:
                             break
-                        deletes.append(item)
-                    else:
-                        inserts.append(item)
-                    k += 1
+                        runs[op].append(item)
+                        k += 1
+                deletes, inserts = runs[DELETE], runs[INSERT]
                 for m in range(max(len(deletes), len(inserts))):
                     left, right = Cell(), Cell()
                     if m < len(deletes):
@@ -656,7 +668,9 @@ def diff_rows(request: Request, spec: str, session: SessionDep, urls: UrlsDep) -
         pieces.append(_gap(result, gap_start, start, ""))
     pieces.append(Piece("rows", start, end, renderer.rows(start, end)))
     if end < gap_end <= result.rows:
-        pieces.append(_gap(result, end, gap_end, ""))
+        following = next((h for h in result.hunks(options.diff.context) if h.row_start == gap_end), None)
+        header = _hunk_header(result, following.row_start, following.row_end) if following else ""
+        pieces.append(_gap(result, end, gap_end, header))
     base = urls.diff(a.id, b.id)
     context = {"pieces": pieces, "page": {"view": options.view, "rows_url": base + "/rows" + options.query(),
                                           "expand_step": EXPAND_STEP}, "urls": urls}
@@ -729,4 +743,4 @@ def _ignored_summary(result: DiffResult) -> int:
     return count
 
 
-__all__ = ["router", "diff_cache", "hunks_json", "page_data", "parse_options", "html"]
+__all__ = ["diff_cache", "hunks_json", "page_data", "parse_options", "router"]

@@ -18,7 +18,16 @@ from app.models import Blob, Compilation, InputRecord, Run, Snapshot
 from app.queries import input_records, recent_runs, run_summary
 from app.urls import Urls
 from app.views.manage import parse_tags
-from app.web import SessionDep, UrlsDep, int_param, respond, strip_json, templates, wants_json
+from app.web import (
+    SessionDep,
+    UrlsDep,
+    immutable_headers,
+    int_param,
+    respond,
+    strip_json,
+    templates,
+    wants_json,
+)
 
 router = APIRouter()
 blob_reader = BlobReader()
@@ -250,12 +259,9 @@ def run_log(run_id: str, input_pk: str, session: SessionDep):
     if blob is None:
         raise HTTPException(404, "no such log")
     return StreamingResponse(
-        _log_chunks(blob), media_type="text/plain; charset=utf-8", headers=_immutable(record.log_blob)
+        _log_chunks(blob), media_type="text/plain; charset=utf-8", headers=immutable_headers(record.log_blob)
     )
 
-
-def _immutable(digest: str) -> dict[str, str]:
-    return {"ETag": f'"{digest}"', "Cache-Control": "private, max-age=31536000, immutable"}
 
 
 __all__ = ["PlainTextResponse", "router"]

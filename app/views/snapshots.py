@@ -20,7 +20,7 @@ from app.highlight.hwops import GROUPS
 from app.models import Artifact, Compilation, Snapshot, Source
 from app.queries import artifact_sort_key, compilation_detail, snapshot_dict
 from app.urls import Urls, snapshot_id
-from app.web import SessionDep, UrlsDep, int_param, respond, strip_json, wants_json
+from app.web import SessionDep, UrlsDep, immutable_headers, int_param, respond, strip_json, wants_json
 from parsers.loc import match_source
 
 router = APIRouter()
@@ -34,7 +34,9 @@ MAP_SNIPPET_LINES = 12  # IR lines quoted per pass on the map page (the JSON lis
 
 def load_compilation(session: Session, run_id: str, ordinal: str) -> Compilation:
     compilation = session.scalar(
-        select(Compilation).where(Compilation.run_id == strip_json(run_id), Compilation.ordinal == int_param(ordinal))
+        select(Compilation).where(
+            Compilation.run_id == strip_json(run_id), Compilation.ordinal == int_param(ordinal)
+        )
     )
     if compilation is None:
         raise HTTPException(404, "no such compilation")
@@ -92,11 +94,13 @@ def snapshot_raw(run_id: str, ordinal: str, index: str, session: SessionDep):
     """The snapshot's IR exactly as logged (the blob's bytes), as text/plain."""
     snapshot = load_snapshot(session, load_compilation(session, run_id, ordinal), index)
     data = render.blob_reader.get(session, snapshot.blob) or b""
-    return Response(data, media_type="text/plain; charset=utf-8", headers=_immutable(snapshot.blob))
+    return Response(data, media_type="text/plain; charset=utf-8", headers=immutable_headers(snapshot.blob))
 
 
 @router.get("/runs/{run_id}/c/{ordinal}/s/{index}")
-def snapshot_page(request: Request, run_id: str, ordinal: str, index: str, session: SessionDep, urls: UrlsDep):
+def snapshot_page(
+    request: Request, run_id: str, ordinal: str, index: str, session: SessionDep, urls: UrlsDep
+):
     compilation = load_compilation(session, run_id, ordinal)
     snapshot = load_snapshot(session, compilation, index)
     tag, unchanged = _etag_for(request, snapshot.blob)
@@ -104,14 +108,19 @@ def snapshot_page(request: Request, run_id: str, ordinal: str, index: str, sessi
         return unchanged
     run_id, ordinal_number = compilation.run_id, compilation.ordinal
     load_text = _text_loader(session, snapshot.blob)
-    rendered = render.render_ir(snapshot.blob, render.snapshot_kind(snapshot.kind), load_text)
+    kind = render.snapshot_kind(snapshot.kind)
+    debug_info = _debug_info(session, compilation, snapshot, load_text) if kind == "llvm" else None
+    rendered = render.render_ir(snapshot.blob, kind, load_text, debug_info)
 
     data = snapshot_dict(run_id, ordinal_number, snapshot, urls)
     neighbours = {
         row.index: row
         for row in session.execute(
-            select(Snapshot.index, Snapshot.pass_name, Snapshot.pass_arg, Snapshot.stage, Snapshot.changed).where(
-                Snapshot.compilation_pk == compilation.pk, Snapshot.index.in_([snapshot.index - 1, snapshot.index + 1])
+            select(
+                Snapshot.index, Snapshot.pass_name, Snapshot.pass_arg, Snapshot.stage, Snapshot.changed
+            ).where(
+                Snapshot.compilation_pk == compilation.pk,
+                Snapshot.index.in_([snapshot.index - 1, snapshot.index + 1]),
             )
         )
     }
@@ -132,10 +141,37 @@ def snapshot_page(request: Request, run_id: str, ordinal: str, index: str, sessi
         )
         data[f"{name}_url"] = None if row is None else data[name]["url"]
     data["snapshot_count"] = len(compilation.snapshots)
-    data.update(_ir_fields(session, compilation, rendered, load_text, urls))
+    data.update(_ir_fields(session, compilation, rendered, load_text, urls, full=wants_json(request)))
     if not wants_json(request):
         data["page"] = _ir_page(session, compilation, rendered, urls)
     return respond(request, "snapshot.html", data, headers=render.cache_headers(tag))
+
+
+def _debug_info(
+    session: Session, compilation: Compilation, snapshot: Snapshot, load_text: render.TextLoader
+) -> tuple[str, render.TextLoader] | None:
+    """For an LLVM function-scope dump without metadata: the latest earlier LLVM dump of the
+    compilation that has it (a module dump), so ``!dbg !N`` can be resolved."""
+    if not render.needs_debug_info(load_text() or ""):
+        return None
+    earlier = session.scalars(
+        select(Snapshot.blob)
+        .where(
+            Snapshot.compilation_pk == compilation.pk,
+            Snapshot.kind == "llvm",
+            Snapshot.index < snapshot.index,
+        )
+        .order_by(Snapshot.index.desc())
+    )
+    seen: set[str] = set()
+    for digest in earlier:
+        if digest in seen:
+            continue
+        seen.add(digest)
+        loader = _text_loader(session, digest)
+        if render.has_debug_info(loader() or ""):
+            return digest, loader
+    return None
 
 
 # --------------------------------------------------------------------------- cache files
@@ -148,7 +184,7 @@ def artifact_file(run_id: str, ordinal: str, artifact_pk: str, session: SessionD
     artifact = load_artifact(session, compilation, artifact_pk)
     data = render.blob_reader.get(session, artifact.blob) or b""
     media = "application/json" if artifact.kind in ("json", "grp") else "text/plain; charset=utf-8"
-    return Response(data, media_type=media, headers=_immutable(artifact.blob))
+    return Response(data, media_type=media, headers=immutable_headers(artifact.blob))
 
 
 @router.get("/runs/{run_id}/c/{ordinal}/files/{artifact_pk}/view")
@@ -188,7 +224,7 @@ def artifact_view(
         ],
     }
     data.update(_compilation_context(compilation, urls))
-    data.update(_ir_fields(session, compilation, rendered, load_text, urls))
+    data.update(_ir_fields(session, compilation, rendered, load_text, urls, full=wants_json(request)))
     if not wants_json(request):
         data["page"] = _ir_page(session, compilation, rendered, urls)
     return respond(request, "snapshot.html", data, headers=render.cache_headers(tag))
@@ -241,7 +277,9 @@ def source_map(
             "lines": ir_lines,
         }
         rows.append(row)
-    data["files"] = [{"file": name, "lines": count} for name, count in sorted(files.items(), key=lambda kv: -kv[1])]
+    data["files"] = [
+        {"file": name, "lines": count} for name, count in sorted(files.items(), key=lambda kv: -kv[1])
+    ]
     data["snapshots"] = rows
     sources = _run_sources(session, compilation.run_id)
     matched = match_source(file, list(sources)) if file else None
@@ -284,7 +322,9 @@ def _map_page(session: Session, snapshots: list[Snapshot], rows: list[dict], dat
         "quotes": quotes,
         "same_as": {row["index"]: seen_blobs[by_index[row["index"]].blob] for row in rows},
         "source_html": source_html,
-        "colour": render.line_colour(data["file"], data["line"]) if data.get("file") and data.get("line") else None,
+        "colour": render.line_colour(data["file"], data["line"])
+        if data.get("file") and data.get("line")
+        else None,
         "basename": render.basename(data["file"]) if data.get("file") else None,
         "with_lines": sum(1 for row in rows if row["lines"]),
     }
@@ -294,7 +334,9 @@ def _same_file(recorded: str, wanted: str) -> bool:
     """``wanted`` names the recorded path: equal, or a path suffix of it (at least the file name)."""
     if recorded == wanted:
         return True
-    return match_source(wanted, [recorded]) is not None and render.basename(recorded) == render.basename(wanted)
+    return match_source(wanted, [recorded]) is not None and render.basename(recorded) == render.basename(
+        wanted
+    )
 
 
 # --------------------------------------------------------------------------- shared parts
@@ -314,7 +356,9 @@ def _compilation_context(compilation: Compilation, urls: Urls) -> dict[str, Any]
 
 def _run_sources(session: Session, run_id: str) -> dict[str, str]:
     """The run's uploaded Python files: path -> blob hash."""
-    rows = session.execute(select(Source.path, Source.blob).where(Source.run_id == run_id).order_by(Source.pk))
+    rows = session.execute(
+        select(Source.path, Source.blob).where(Source.run_id == run_id).order_by(Source.pk)
+    )
     return {path: blob for path, blob in rows}
 
 
@@ -331,22 +375,28 @@ def _matched_sources(session: Session, run_id: str, rendered: render.Rendered) -
                 "name": render.basename(loc_file),
                 "path": path,
                 "blob": sources.get(path) if path else None,
-                "lines": sum(len(lines) for (file, _), lines in rendered.by_source.items() if file == loc_file),
+                "lines": sum(
+                    len(lines) for (file, _), lines in rendered.by_source.items() if file == loc_file
+                ),
             }
         )
     return matched
 
 
 def _ir_fields(
-    session: Session, compilation: Compilation, rendered: render.Rendered, load_text, urls: Urls
+    session: Session,
+    compilation: Compilation,
+    rendered: render.Rendered,
+    load_text: render.TextLoader,
+    urls: Urls,
+    full: bool,
 ) -> dict[str, Any]:
-    """The JSON fields every IR page shares."""
+    """The fields every IR page shares. ``full`` adds the JSON-only ones (the text and one
+    location per line), which the HTML page shows as rendered lines instead."""
     matched = _matched_sources(session, compilation.run_id, rendered)
-    return {
-        "text": load_text() or "",
+    fields: dict[str, Any] = {
         "render_kind": rendered.kind,
         "line_count": rendered.line_count,
-        "locs": rendered.locs_json(),
         "layouts": rendered.layouts_json(),
         "ops": dict(rendered.ops),
         "op_lines": dict(rendered.op_lines),
@@ -356,14 +406,20 @@ def _ir_fields(
                 "file": item["file"],
                 "path": item["path"],
                 "lines": item["lines"],
-                "map_url": urls.source_map(compilation.run_id, compilation.ordinal, item["file"], None),
+                "map_url": urls.source_map(compilation.run_id, compilation.ordinal, item["file"]),
             }
             for item in matched
         ],
     }
+    if full:
+        fields["text"] = load_text() or ""
+        fields["locs"] = rendered.locs_json()
+    return fields
 
 
-def _ir_page(session: Session, compilation: Compilation, rendered: render.Rendered, urls: Urls) -> dict[str, Any]:
+def _ir_page(
+    session: Session, compilation: Compilation, rendered: render.Rendered, urls: Urls
+) -> dict[str, Any]:
     """What only the HTML page needs: the rendered lines, the source panes, the legends."""
     matched = _matched_sources(session, compilation.run_id, rendered)
     panes = []
@@ -372,7 +428,9 @@ def _ir_page(session: Session, compilation: Compilation, rendered: render.Render
         pane["map_url"] = urls.source_map(compilation.run_id, compilation.ordinal)
         if item["blob"] is not None:
             source = render.render_python(item["blob"], _text_loader(session, item["blob"]))
-            mapped = {line: len(ir) for (file, line), ir in rendered.by_source.items() if file == item["file"]}
+            mapped = {
+                line: len(ir) for (file, line), ir in rendered.by_source.items() if file == item["file"]
+            }
             first = min(mapped) if mapped else 1
             pane["first_line"] = first
             pane["rows"] = [
@@ -407,13 +465,12 @@ def _ir_page(session: Session, compilation: Compilation, rendered: render.Render
             {"alias": alias, "colour": rendered.layout_colours[alias], **render.layout_dict(layout)}
             for alias, layout in rendered.layouts.items()
         ],
-        "encodings": [{"key": key, **render.layout_dict(layout)} for key, layout in rendered.encodings.items()],
+        "encodings": [
+            {"key": key, **render.layout_dict(layout)} for key, layout in rendered.encodings.items()
+        ],
         "groups": groups,
         "panes": panes,
         "missing": [item for item in matched if item["path"] is None],
         "palette": render.PALETTE_SIZE,
     }
 
-
-def _immutable(digest: str) -> dict[str, str]:
-    return {"ETag": f'"{digest}"', "Cache-Control": "private, max-age=31536000, immutable"}
