@@ -10,8 +10,8 @@ Every blob row is addressed by the sha256 of its raw bytes and has one of three 
 
 Packs are how storage stays small: consecutive pass snapshots are near copies of each other, and one
 zstd frame over a few megabytes of them stores each repeat as a back-reference. A pack is read with one
-decompression (no chains); readers cache recent packs. Nothing deletes blobs today; a future garbage
-collector must keep a pack while any ``zpack`` row points into it.
+decompression (no chains); readers cache recent packs. A ``zpack`` row names its pack in ``pack`` too,
+so the garbage collector (app/retention.py) keeps a pack while any row points into it.
 
 Writing: `BlobWriter.put` hashes (unless the same bytes object was just hashed: the log scanner hands
 out one object for a body equal to a recent one), skips hashes already stored, and collects new texts;
@@ -59,10 +59,18 @@ def insert_rows(session: Session, table: Table, columns: tuple[str, ...], rows: 
     if not rows:
         return
     dialect = session.get_bind().dialect
-    if dialect.name not in ("sqlite", "postgresql"):
+    # Columns left out get their scalar Python-side default; any other default needs SQLAlchemy.
+    missing = [c for c in table.columns if c.name not in columns and not c.primary_key and c.default is not None]
+    if dialect.name not in ("sqlite", "postgresql") or not all(c.default.is_scalar for c in missing):
         statement = insert(table)
+        if ignore_conflict_on and dialect.name in ("sqlite", "postgresql"):
+            statement = _insert_ignoring_duplicates(session)
         session.execute(statement, [dict(zip(columns, row)) for row in rows])
         return
+    if missing:
+        columns = (*columns, *(c.name for c in missing))
+        defaults = tuple(c.default.arg for c in missing)
+        rows = [row + defaults for row in rows]
     quote = dialect.identifier_preparer.quote
     style = dialect.paramstyle
     if style == "qmark":
@@ -80,7 +88,7 @@ def insert_rows(session: Session, table: Table, columns: tuple[str, ...], rows: 
     session.connection().exec_driver_sql(sql, rows)
 
 
-_BLOB_COLUMNS = ("hash", "size", "codec", "data")
+_BLOB_COLUMNS = ("hash", "size", "codec", "data", "pack")
 
 
 def _insert_ignoring_duplicates(session: Session):
@@ -115,13 +123,15 @@ def _compress_pack(members: list[tuple[str, bytes]], params: zstandard.ZstdCompr
     compressor = _compressor(params)
     if len(members) == 1:
         digest, data = members[0]
-        return [{"hash": digest, "size": len(data), "codec": CODEC_ZSTD, "data": compressor.compress(data)}]
+        return [{"hash": digest, "size": len(data), "codec": CODEC_ZSTD, "data": compressor.compress(data), "pack": None}]
     raw = b"".join(data for _, data in members)
     pack = sha256(raw)
-    rows = [{"hash": pack, "size": len(raw), "codec": CODEC_ZSTD, "data": compressor.compress(raw)}]
+    rows = [{"hash": pack, "size": len(raw), "codec": CODEC_ZSTD, "data": compressor.compress(raw), "pack": None}]
     offset = 0
     for digest, data in members:
-        rows.append({"hash": digest, "size": len(data), "codec": CODEC_PACKED, "data": f"{pack}:{offset}".encode()})
+        rows.append(
+            {"hash": digest, "size": len(data), "codec": CODEC_PACKED, "data": f"{pack}:{offset}".encode(), "pack": pack}
+        )
         offset += len(data)
     return rows
 
@@ -174,7 +184,7 @@ class BlobWriter:
             if exists is None:
                 self.session.execute(
                     _insert_ignoring_duplicates(self.session),
-                    [{"hash": digest, "size": size, "codec": CODEC_ZSTD, "data": compressed}],
+                    [{"hash": digest, "size": size, "codec": CODEC_ZSTD, "data": compressed, "pack": None}],
                 )
                 self.new_blobs += 1
                 self.stored_bytes += len(compressed)

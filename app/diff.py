@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from itertools import accumulate
+from typing import NamedTuple
 
 __all__ = [
     "DEFAULT_CONTEXT",
@@ -223,12 +224,34 @@ def _intern(a: Sequence[str], b: Sequence[str]) -> tuple[list[int], list[int]]:
     return [setdefault(k, len(ids)) for k in a], [setdefault(k, len(ids)) for k in b]
 
 
+_RARE = 4  # lines occurring this often on both sides anchor in order when no line is unique
+
+
 def _unique_anchors(a: list[int], alo: int, ahi: int, b: list[int], blo: int, bhi: int) -> list[tuple[int, int]]:
-    """Lines occurring once on each side, longest in-order subset (patience diff's anchors)."""
+    """Anchors for a region: lines occurring once on each side, longest in-order subset (patience).
+
+    With no such line, lines occurring equally rarely (up to _RARE times) on both sides pair
+    their occurrences in order: a region of dead code between two kept blocks still gets
+    anchors in one pass, where splitting at one line at a time would be quadratic.
+    """
     a_count = Counter(a[alo:ahi])
     b_count = Counter(b[blo:bhi])
     a_where = {a[i]: i for i in range(alo, ahi) if a_count[a[i]] == 1}
     pairs = [(a_where[key], j) for j, key in enumerate(b[blo:bhi], blo) if key in a_where and b_count[key] == 1]
+    if not pairs and ahi - alo + bhi - blo > 64:
+        rare = {key for key, count in a_count.items() if count <= _RARE and b_count.get(key) == count}
+        if rare:
+            a_seen: dict[int, list[int]] = {}
+            for i in range(alo, ahi):
+                if a[i] in rare:
+                    a_seen.setdefault(a[i], []).append(i)
+            taken: dict[int, int] = {}
+            for j in range(blo, bhi):
+                key = b[j]
+                if key in rare:
+                    k = taken.get(key, 0)
+                    taken[key] = k + 1
+                    pairs.append((a_seen[key][k], j))
     if not pairs:
         return []
     tails: list[int] = []  # smallest A position ending an increasing run of each length
@@ -360,8 +383,7 @@ def _opcodes(blocks: list[tuple[int, int, int]], len_a: int, len_b: int) -> Iter
 # result
 
 
-@dataclass(frozen=True)
-class Segment:
+class Segment(NamedTuple):
     """Rows of one op. `replace` pairs lines 1:1; `ignored` marks delete/insert of location lines."""
 
     op: str
@@ -376,8 +398,7 @@ class Segment:
         return max(self.a_end - self.a_start, self.b_end - self.b_start)
 
 
-@dataclass(frozen=True)
-class Row:
+class Row(NamedTuple):
     """One displayed row: line numbers are 1-based, None on the side without a line."""
 
     op: str
@@ -666,21 +687,28 @@ def _segments(
         else:
             segments.append(Segment(op, a0, a1, b0, b1, ignored))
 
+    def runs(start: int, end: int, flag: Callable[[int], bool]) -> Iterator[tuple[int, int, bool]]:
+        """[start, end) cut where flag(i) changes."""
+        while start < end:
+            value = flag(start)
+            stop = start + 1
+            while stop < end and flag(stop) == value:
+                stop += 1
+            yield start, stop, value
+            start = stop
+
     for op, a0, a1, b0, b1 in pieces:
         if op == REPLACE:
             # a pair whose keys agree (two location lines, say) is not a change
-            for i in range(a0, a1):
-                j = b0 + i - a0
-                if a_keys[i] == b_keys[j]:
-                    add(EQUAL, i, i + 1, j, j + 1)
-                else:
-                    add(REPLACE, i, i + 1, j, j + 1)
+            shift = b0 - a0
+            for start, stop, same in runs(a0, a1, lambda i: a_keys[i] == b_keys[i + shift]):  # noqa: B023
+                add(EQUAL if same else REPLACE, start, stop, start + shift, stop + shift)
         elif op == DELETE:
-            for i in range(a0, a1):
-                add(DELETE, i, i + 1, b0, b0, a_ignored[i])
+            for start, stop, ignored in runs(a0, a1, a_ignored.__getitem__):
+                add(DELETE, start, stop, b0, b0, ignored)
         elif op == INSERT:
-            for j in range(b0, b1):
-                add(INSERT, a0, a0, j, j + 1, b_ignored[j])
+            for start, stop, ignored in runs(b0, b1, b_ignored.__getitem__):
+                add(INSERT, a0, a0, start, stop, ignored)
         else:
             add(op, a0, a1, b0, b1)
     return segments

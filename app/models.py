@@ -37,8 +37,10 @@ class Blob(Base):
     __tablename__ = "blobs"
     hash: Mapped[str] = mapped_column(String(64), primary_key=True)  # sha256 of the raw bytes
     size: Mapped[int] = mapped_column(Integer)
-    codec: Mapped[str] = mapped_column(String(8))  # "zstd" | "none"
+    codec: Mapped[str] = mapped_column(String(8))  # "zstd" | "none" | "zpack" (see app/blobs.py)
     data: Mapped[bytes] = mapped_column(LargeBinary)
+    # For "zpack" rows: the pack blob holding this text, which must live while this row does.
+    pack: Mapped[str | None] = mapped_column(String(64), index=True)
 
 
 class Run(Base):

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Delete, delete, exists, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from app.db import Database
 from app.models import (
@@ -47,9 +47,12 @@ class Deleted:
     blobs: int  # blobs removed because no other run used them
 
 
+_Slice = aliased(Blob)  # a zpack row, which keeps its pack alive
+
+
 def _unused(hashes: list[str]) -> Delete:
     statement = delete(Blob).where(Blob.hash.in_(hashes))
-    for column in BLOB_REFERENCES:
+    for column in (*BLOB_REFERENCES, _Slice.pack):
         statement = statement.where(~exists().where(column == Blob.hash))
     return statement
 
@@ -84,15 +87,23 @@ def collect_blobs(session: Session, candidates: Iterable[str]) -> int:
     """Delete those of `candidates` that no row refers to. Returns how many went."""
     hashes = sorted(set(candidates))
     removed = 0
-    for start in range(0, len(hashes), _CHUNK):
-        removed += session.execute(_unused(hashes[start : start + _CHUNK])).rowcount or 0
+    while hashes:
+        packs: set[str] = set()
+        for start in range(0, len(hashes), _CHUNK):
+            chunk = hashes[start : start + _CHUNK]
+            packs.update(session.scalars(select(Blob.pack).where(Blob.hash.in_(chunk), Blob.pack.is_not(None))))
+            removed += session.execute(_unused(chunk)).rowcount or 0
+        # Removing a pack's last slices frees the pack itself: one more round for those.
+        hashes = sorted(packs)
     return removed
 
 
 def collect_all_blobs(session: Session) -> int:
     """Delete every blob no row refers to (`irlens gc`: also catches leftovers of interrupted deletes)."""
     hashes = list(
-        session.scalars(select(Blob.hash).where(*(~exists().where(c == Blob.hash) for c in BLOB_REFERENCES)))
+        session.scalars(
+            select(Blob.hash).where(*(~exists().where(c == Blob.hash) for c in (*BLOB_REFERENCES, _Slice.pack)))
+        )
     )
     return collect_blobs(session, hashes)
 

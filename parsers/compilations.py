@@ -13,16 +13,12 @@ counts do), or, before any compilation, are kept apart as orphans.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from parsers.records import Dump, DumpHeader
 
 _KERNEL_TT = re.compile(rb"^\s*tt\.func public @([^\s(]+)\(", re.MULTILINE)
 _KERNEL_LLVM = re.compile(rb"^\s*llvm\.func @([^\s(]+)\(([^\n]*)", re.MULTILINE)
-_NAME = re.compile(rb"([^\s(]+)\(")  # a symbol name and its "(": what follows "@" in the patterns above
-_TT_FUNC = b"tt.func public @"
-_LLVM_FUNC = b"llvm.func @"
 _TARGET = re.compile(rb'ttg\.target = "([^"]+)"|triton_gpu\.target = "([^"]+)"')
 _INLINER = {"Inliner", "InlinerPass"}
 _SCF_TO_CF = {"SCFToControlFlow", "SCFToControlFlowPass"}
@@ -32,40 +28,34 @@ _TO_LLVM = re.compile(r"^convert-triton-\w*gpu-to-llvm$|^ConvertTriton\w*GPUToLL
 STAGES = ("ttir", "ttgir", "llvm-dialect", "llvm-ir")
 
 
-def _symbols(body: bytes, prefix: bytes) -> Iterator[tuple[int, bytes, int]]:
-    """(start, name, end of name's "(") for each `prefix` at a line's start after blanks, like
-    `^\\s*PREFIX([^\\s(]+)\\(` with re.M, without running a regex over the whole body."""
-    at = body.find(prefix)
-    while at >= 0:
-        line_start = body.rfind(b"\n", 0, at) + 1
-        if line_start == at or not body[line_start:at].strip():
-            match = _NAME.match(body, at + len(prefix))
-            if match:
-                yield at, match.group(1), match.end()
-        at = body.find(prefix, at + 1)
+# The patterns above, anchored on their literal head so the regex engine can skip to it; whether the
+# head starts its line (after blanks) is checked afterwards.
+_TT_FUNC = re.compile(rb"tt\.func public @([^\s(]+)\(")
+_LLVM_FUNC = re.compile(rb"llvm\.func @([^\s(]+)\(([^\n]*)")
+
+
+def _at_line_start(body: bytes, at: int) -> bool:
+    """Whether only blanks precede `at` on its line: `^\\s*` with re.M."""
+    line_start = body.rfind(b"\n", 0, at) + 1
+    return line_start == at or not body[line_start:at].strip()
 
 
 def kernel_of(body: bytes) -> str | None:
     """The kernel a module dump holds: its public tt.func, or the llvm.func that is not an extern."""
-    for _, name, _ in _symbols(body, _TT_FUNC):
-        return name.decode("utf-8", "replace")
+    for match in _TT_FUNC.finditer(body):
+        if _at_line_start(body, match.start()):
+            return match.group(1).decode("utf-8", "replace")
     # In the LLVM dialect, skip declarations (externs such as __nv_expf or __ockl_*): a definition's
     # line ends with "{"; prefer one marked as a kernel.
     first = None
-    after = 0  # like finditer: a match runs to its line's end, so the next starts after it
-    for start, name, end in _symbols(body, _LLVM_FUNC):
-        if start < after:
-            continue
-        eol = body.find(b"\n", end)
-        eol = len(body) if eol < 0 else eol
-        after = eol
-        rest = body[end:eol]
-        if not rest.rstrip().endswith(b"{"):
+    for match in _LLVM_FUNC.finditer(body):
+        rest = match.group(2)
+        if not rest.rstrip().endswith(b"{") or not _at_line_start(body, match.start()):
             continue
         if b"kernel" in rest:
-            return name.decode("utf-8", "replace")
+            return match.group(1).decode("utf-8", "replace")
         if first is None:
-            first = name
+            first = match.group(1)
     return first.decode("utf-8", "replace") if first is not None else None
 
 

@@ -34,6 +34,8 @@ from tests.conftest import fresh_db_url
 
 RUN_ID = "0123456789abcdef0123456789abcdef"
 BLOB = "ab" * 32
+PACK = "cd" * 32
+SLICE = "ef" * 32
 
 
 def differences(engine: Engine) -> list:
@@ -101,6 +103,23 @@ def fill_initial_schema(engine: Engine) -> None:
             ),
             {"blob": BLOB},
         )
+        # A text stored as a slice of a pack (bytes 5.. of "hello world"), as ingest writes them.
+        connection.execute(
+            text("INSERT INTO blobs (hash, size, codec, data) VALUES (:hash, 11, 'none', :data)"),
+            {"hash": PACK, "data": b"hello world"},
+        )
+        connection.execute(
+            text("INSERT INTO blobs (hash, size, codec, data) VALUES (:hash, 6, 'zpack', :data)"),
+            {"hash": SLICE, "data": f"{PACK}:5".encode()},
+        )
+        connection.execute(
+            text(
+                'INSERT INTO snapshots (pk, compilation_pk, "index", kind, "when", pass_name, failed, stage, '
+                "changed, line, size, line_count, blob, header) "
+                "VALUES (2, 1, 1, 'mlir', 'before', 'CSE', false, 'ttir', true, 9, 6, 1, :blob, 'h')"
+            ),
+            {"blob": SLICE},
+        )
         connection.execute(
             text(
                 "INSERT INTO api_tokens (pk, name, token_hash, created_at) VALUES (1, 'alice', :hash, :now)"
@@ -123,6 +142,10 @@ def check_data_survived(url: str, tmp_path: Path) -> None:
         )
         assert fields["compilations"][0]["kernel"] == "add_kernel"
         assert client.get(f"/runs/{RUN_ID}/c/1/s/0/raw").text == "hello"
+        assert client.get(f"/runs/{RUN_ID}/c/1/s/1/raw").text == " world"
+        with client.app.state.db.engine.connect() as connection:
+            # Revision 0003 names each slice's pack, so collecting blobs keeps the pack.
+            assert connection.scalar(text("SELECT pack FROM blobs WHERE hash = :h"), {"h": SLICE}) == PACK
         # Runs from before revision 0002 were on everyone's home page: they stay listed.
         assert [r["run"] for r in client.get("/index.json").json()["runs"]] == [RUN_ID]
         with client.app.state.db.engine.connect() as connection:
