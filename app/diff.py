@@ -227,7 +227,9 @@ def _intern(a: Sequence[str], b: Sequence[str]) -> tuple[list[int], list[int]]:
 _RARE = 4  # lines occurring this often on both sides anchor in order when no line is unique
 
 
-def _unique_anchors(a: list[int], alo: int, ahi: int, b: list[int], blo: int, bhi: int) -> list[tuple[int, int]]:
+def _unique_anchors(
+    a: list[int], alo: int, ahi: int, b: list[int], blo: int, bhi: int
+) -> list[tuple[int, int]]:
     """Anchors for a region: lines occurring once on each side, longest in-order subset (patience).
 
     With no such line, lines occurring equally rarely (up to _RARE times) on both sides pair
@@ -237,7 +239,9 @@ def _unique_anchors(a: list[int], alo: int, ahi: int, b: list[int], blo: int, bh
     a_count = Counter(a[alo:ahi])
     b_count = Counter(b[blo:bhi])
     a_where = {a[i]: i for i in range(alo, ahi) if a_count[a[i]] == 1}
-    pairs = [(a_where[key], j) for j, key in enumerate(b[blo:bhi], blo) if key in a_where and b_count[key] == 1]
+    pairs = [
+        (a_where[key], j) for j, key in enumerate(b[blo:bhi], blo) if key in a_where and b_count[key] == 1
+    ]
     if not pairs and ahi - alo + bhi - blo > 64:
         rare = {key for key, count in a_count.items() if count <= _RARE and b_count.get(key) == count}
         if rare:
@@ -365,7 +369,9 @@ def match_blocks(a: list[int], b: list[int]) -> list[tuple[int, int, int]]:
     return merged
 
 
-def _opcodes(blocks: list[tuple[int, int, int]], len_a: int, len_b: int) -> Iterator[tuple[str, int, int, int, int]]:
+def _opcodes(
+    blocks: list[tuple[int, int, int]], len_a: int, len_b: int
+) -> Iterator[tuple[str, int, int, int, int]]:
     i = j = 0
     for bi, bj, size in [*blocks, (len_a, len_b, 0)]:
         if i < bi and j < bj:
@@ -426,6 +432,7 @@ class DiffResult:
     offsets: list[int] = field(default_factory=list)  # first row of each segment
     rows: int = 0
     changes: list[tuple[int, int]] = field(default_factory=list)  # change blocks as row ranges
+    renames: dict[str, str] = field(default_factory=dict)  # A name -> B name, when numbering is ignored
 
     def __post_init__(self) -> None:
         offset = 0
@@ -525,7 +532,9 @@ class DiffResult:
         for start, end in ranges:
             a0, b0 = self.position(start)
             a1, b1 = self.position(end)
-            hunks.append(Hunk(start, end, a0 + 1 if a1 > a0 else a0, a1 - a0, b0 + 1 if b1 > b0 else b0, b1 - b0))
+            hunks.append(
+                Hunk(start, end, a0 + 1 if a1 > a0 else a0, a1 - a0, b0 + 1 if b1 > b0 else b0, b1 - b0)
+            )
         return hunks
 
 
@@ -556,9 +565,17 @@ class _Renames:
 
 
 def _check_renames(
-    opcodes: list[tuple[str, int, int, int, int]], a_text: list[str], b_text: list[str], options: DiffOptions
+    opcodes: list[tuple[str, int, int, int, int]],
+    a_text: list[str],
+    b_text: list[str],
+    options: DiffOptions,
+    renames: dict[str, str] | None = None,
 ) -> list[tuple[str, int, int, int, int]]:
-    """Split equal runs where a line aligned only by ignoring numbering breaks the renaming."""
+    """Split equal runs where a line aligned only by ignoring numbering breaks the renaming.
+
+    The renames accepted (A name -> B name) are added to `renames`.
+    """
+    renames = {} if renames is None else renames
     values, aliases = _Renames(), _Renames()
     out: list[tuple[str, int, int, int, int]] = []
     for op, a0, a1, b0, b1 in opcodes:
@@ -574,6 +591,7 @@ def _check_renames(
                 good = True
             else:
                 if options.ssa and _FUNC_LINE.match(line_a):
+                    renames.update(values.forward)
                     values = _Renames()
                 good = True
                 if line_a != line_b and '"' in line_a:
@@ -598,6 +616,8 @@ def _check_renames(
             out.append((REPLACE, bad_start, a1, b0 + bad_start - a0, b1))
         elif a1 > run_start:
             out.append((EQUAL, run_start, a1, b0 + run_start - a0, b1))
+    renames.update(values.forward)
+    renames.update(aliases.forward)
     return out
 
 
@@ -649,7 +669,9 @@ def _pair_by_op(
         yield DELETE, a0, a1, b0, b0
         yield INSERT, a1, a1, b0, b1
         return
-    a_ids, b_ids = _intern([_op_name(a_text[i]) for i in range(a0, a1)], [_op_name(b_text[j]) for j in range(b0, b1)])
+    a_ids, b_ids = _intern(
+        [_op_name(a_text[i]) for i in range(a0, a1)], [_op_name(b_text[j]) for j in range(b0, b1)]
+    )
     for op, i0, i1, j0, j1 in _opcodes(match_blocks(a_ids, b_ids), len(a_ids), len(b_ids)):
         if op == EQUAL:
             yield REPLACE, a0 + i0, a0 + i1, b0 + j0, b0 + j1
@@ -682,7 +704,13 @@ def _segments(
         if a1 == a0 and b1 == b0:
             return
         last = segments[-1] if segments else None
-        if last is not None and last.op == op and last.ignored == ignored and last.a_end == a0 and last.b_end == b0:
+        if (
+            last is not None
+            and last.op == op
+            and last.ignored == ignored
+            and last.a_end == a0
+            and last.b_end == b0
+        ):
             segments[-1] = Segment(op, last.a_start, a1, last.b_start, b1, ignored)
         else:
             segments.append(Segment(op, a0, a1, b0, b1, ignored))
@@ -721,8 +749,9 @@ def diff_texts(a_text: str, b_text: str, options: DiffOptions = DiffOptions()) -
     b_compared, b_key_text, b_ignored = _prepare(b_lines, options)
     a_keys, b_keys = _intern(a_key_text, b_key_text)
     opcodes = list(_opcodes(match_blocks(a_keys, b_keys), len(a_keys), len(b_keys)))
+    renames: dict[str, str] = {}
     if options.ssa or options.alias:
-        opcodes = _check_renames(opcodes, a_compared, b_compared, options)
+        opcodes = _check_renames(opcodes, a_compared, b_compared, options, renames)
         # lines equal as keys but renamed inconsistently must not pair as equal again
         a_keys, b_keys = _intern(a_compared, b_compared)
     # with both numberings ignored, replaced blocks hold no lines equal up to numbering
@@ -731,7 +760,7 @@ def diff_texts(a_text: str, b_text: str, options: DiffOptions = DiffOptions()) -
     )
     if options.ssa or options.alias:
         segments = _absorb_renamed_islands(segments, a_compared, b_compared)
-    return DiffResult(a_lines, b_lines, options, segments)
+    return DiffResult(a_lines, b_lines, options, segments, renames=renames)
 
 
 _ISLAND = 2  # renamed-only lines stranded between larger changes, up to this many, join them
@@ -743,6 +772,7 @@ def _absorb_renamed_islands(segments: list[Segment], a_text: list[str], b_text: 
     Inside a rewritten region a line like `%117 = llvm.bitcast %116` matches some renamed line of
     B whose operands were never mapped; left alone, such islands cut one change into many.
     """
+
     def is_change(segment: Segment) -> bool:
         return segment.op != EQUAL and not segment.ignored
 
@@ -763,8 +793,10 @@ def _absorb_renamed_islands(segments: list[Segment], a_text: list[str], b_text: 
         before_rows = before_rows + segment.rows if is_change(segment) else 0
         last = out[-1] if out else None
         if (
-            last is not None and last.op == segment.op == REPLACE
-            and last.a_end == segment.a_start and last.b_end == segment.b_start
+            last is not None
+            and last.op == segment.op == REPLACE
+            and last.a_end == segment.a_start
+            and last.b_end == segment.b_start
         ):
             out[-1] = Segment(REPLACE, last.a_start, segment.a_end, last.b_start, segment.b_end)
         else:
@@ -775,20 +807,34 @@ def _absorb_renamed_islands(segments: list[Segment], a_text: list[str], b_text: 
 # ---------------------------------------------------------------------------------------------
 # intra-line changes
 
+_DEFINES = re.compile(r"\s*(%[\w$.-]+)(?::\d+)? = ")
 _INLINE_DIFFLIB_CELLS = 6400  # token pairs up to which difflib is quicker than match_blocks
 _TOKEN = re.compile(r"%[\w$.-]+|[#!@^]?[\w$.]+|\s+|[^\w\s]")
 
 
 def inline_changes(
-    a: str, b: str, hide: tuple[list[tuple[int, int]], list[tuple[int, int]]] | None = None
+    a: str,
+    b: str,
+    hide: tuple[list[tuple[int, int]], list[tuple[int, int]]] | None = None,
+    renames: dict[str, str] | None = None,
+    rename_definitions: bool = False,
 ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """Changed character spans of two paired lines, by a token diff.
 
-    `hide` lists spans (locations, when ignored) whose changes are not marked. Lines too unlike
-    to compare usefully get no marks at all: the whole row is already marked changed.
+    `hide` lists spans (locations, when ignored) whose changes are not marked. With `renames`
+    (numbering ignored), a name of A counts as equal to the name of B it was renamed to; with
+    `rename_definitions` (SSA numbering ignored) so do the values two paired lines define. Lines too unlike to compare usefully get no marks
+    at all: the whole row is already marked changed.
     """
     a_tokens, b_tokens = _TOKEN.findall(a), _TOKEN.findall(b)
-    a_ids, b_ids = _intern(a_tokens, b_tokens)
+    a_compared = a_tokens
+    if renames is not None:
+        defined = _DEFINES.match(a), _DEFINES.match(b)
+        local = dict(renames)
+        if rename_definitions and defined[0] and defined[1]:
+            local[defined[0].group(1)] = defined[1].group(1)
+        a_compared = [local.get(token, token) for token in a_tokens]
+    a_ids, b_ids = _intern(a_compared, b_tokens)
     if len(a_ids) * len(b_ids) <= _INLINE_DIFFLIB_CELLS:
         matcher = SequenceMatcher(None, a_ids, b_ids, autojunk=False)
         blocks = [(m.a, m.b, m.size) for m in matcher.get_matching_blocks() if m.size]
@@ -869,26 +915,46 @@ def apply_hunks(a_lines: Sequence[str], hunks: Sequence[dict]) -> list[str]:
 
 
 class DiffCache:
-    """Diff results by (blob A, blob B, compared options). Blobs never change, so entries never go stale."""
+    """Diff results by (blob A, blob B, compared options), least recently used first out.
 
-    def __init__(self, capacity: int = 32) -> None:
+    Blobs never change, so entries never go stale. Bounded by count and by the text held
+    (a 21,000-line LLVM-dialect snapshot is 7 MB); the newest entry always stays.
+    """
+
+    def __init__(self, capacity: int = 32, max_bytes: int = 192 << 20) -> None:
         self.capacity = capacity
-        self._entries: OrderedDict[tuple, DiffResult] = OrderedDict()
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[tuple, tuple[DiffResult, int]] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
+    @staticmethod
+    def _size(result: DiffResult) -> int:
+        lines = len(result.a_lines) + len(result.b_lines)
+        text = sum(map(len, result.a_lines)) + sum(map(len, result.b_lines))
+        return text + 64 * lines + 80 * len(result.segments)
+
     def get(self, key: tuple, compute: Callable[[], DiffResult]) -> DiffResult:
         with self._lock:
-            result = self._entries.get(key)
-            if result is not None:
+            entry = self._entries.get(key)
+            if entry is not None:
                 self._entries.move_to_end(key)
                 self.hits += 1
-                return result
+                return entry[0]
             self.misses += 1
-        result = compute()
+        result = compute()  # outside the lock: other diffs go on meanwhile
+        size = self._size(result)
         with self._lock:
-            self._entries[key] = result
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.capacity:
-                self._entries.popitem(last=False)
+            if key not in self._entries:
+                self._entries[key] = (result, size)
+                self._bytes += size
+            while len(self._entries) > 1 and (
+                len(self._entries) > self.capacity or self._bytes > self.max_bytes
+            ):
+                _, (_, old_size) = self._entries.popitem(last=False)
+                self._bytes -= old_size
         return result
+
+    def __len__(self) -> int:
+        return len(self._entries)

@@ -261,14 +261,16 @@ class Ingest:
         text = _LogText()
         start = self.bytes_read
         replaced = 0
-        for record in scan_log(stream):
+
+        def process(record, digest: str | None) -> None:  # noqa: ANN001
+            nonlocal replaced
             kind = type(record)
             if kind is Dump:
-                self._add_dump(result, record, path)
+                self._add_dump(result, record, path, digest)
             elif kind is GapBlock:
                 if len(record.lines) == 1 and not record.lines[0][1]:
                     text.add("\n")  # the blank line between two dumps: nothing to parse
-                    continue
+                    return
                 text.add("".join(line + "\n" for _, line in record.lines))
                 for parsed in parse_gap(record.lines):
                     self._add_gap_record(result, parsed)
@@ -276,6 +278,9 @@ class Ingest:
             elif isinstance(record, UnknownBanner):
                 self._problem("warning", "a dump banner irlens cannot parse; kept as log text",
                               path=path, line=record.line, header=record.text)
+
+        for record in scan_log(stream):
+            process(record, None)
         if replaced:
             self._problem("warning", f"{replaced} log lines hold bytes that are not UTF-8 (shown as \ufffd)", path=path)
         for kernel, orphan in result.grouper.orphans:
@@ -290,8 +295,8 @@ class Ingest:
         blob = self.blobs.put_compressed(digest, size, compressed) if size else None
         return blob, self.bytes_read - start
 
-    def _add_dump(self, result: LogResult, dump: Dump, path: str) -> None:
-        digest = self.blobs.put(dump.body)
+    def _add_dump(self, result: LogResult, dump: Dump, path: str, digest: str | None = None) -> None:
+        digest = self.blobs.put(dump.body, digest)
         if dump.damage:
             self.run.damaged += 1
             self._problem("damaged-dump", dump.damage, path=path, line=dump.line, header=dump.header.raw, blob=digest)
@@ -404,6 +409,7 @@ class Ingest:
         run.stats = {
             "new_blobs": self.blobs.new_blobs,
             "stored_bytes": self.blobs.stored_bytes,
+            "packs": {"strong": self.blobs.packs_strong, "fast": self.blobs.packs_fast},
             "files": len(self.inputs),
         }
         self.session.flush()

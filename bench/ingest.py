@@ -87,7 +87,9 @@ def bench_ingest(path: Path, workdir: Path, repeats: int = 1) -> dict:
         "all_seconds": [r.seconds for r in runs],
         "mb_per_s": size / best.seconds / 1e6,
         "ratio_to_grep": best.seconds / grep_seconds,
+        "cpu_seconds": best.cpu_seconds,
         "max_rss": max(r.max_rss for r in runs),
+        "all_max_rss": [r.max_rss for r in runs],
     }
 
 

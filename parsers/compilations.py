@@ -13,6 +13,8 @@ counts do), or, before any compilation, are kept apart as orphans.
 from __future__ import annotations
 
 import re
+from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from parsers.records import Dump, DumpHeader
@@ -42,9 +44,12 @@ def _at_line_start(body: bytes, at: int) -> bool:
 
 def kernel_of(body: bytes) -> str | None:
     """The kernel a module dump holds: its public tt.func, or the llvm.func that is not an extern."""
-    for match in _TT_FUNC.finditer(body):
-        if _at_line_start(body, match.start()):
+    at = body.find(b"tt.func public @")  # bytes.find skips ahead faster than the regex engine
+    while at >= 0:
+        match = _TT_FUNC.match(body, at)
+        if match and _at_line_start(body, at):
             return match.group(1).decode("utf-8", "replace")
+        at = body.find(b"tt.func public @", at + 1)
     # In the LLVM dialect, skip declarations (externs such as __nv_expf or __ockl_*): a definition's
     # line ends with "{"; prefer one marked as a kernel.
     first = None
@@ -107,11 +112,89 @@ class SnapshotRecord:
     changed: bool
 
 
+class _Interned:
+    """Distinct values (headers, stages, blob hashes) by number, shared by a log's compilations."""
+
+    __slots__ = ("values", "numbers")
+
+    def __init__(self) -> None:
+        self.values: list = []
+        self.numbers: dict = {}  # value (or id(value) for headers) -> number
+
+    def number(self, value, key=None) -> int:  # noqa: ANN001
+        key = value if key is None else key
+        number = self.numbers.get(key)
+        if number is None:
+            number = self.numbers[key] = len(self.values)
+            self.values.append(value)
+        return number
+
+
+class SnapshotList:
+    """A compilation's snapshots, stored as columns of numbers (a few dozen bytes a snapshot, where
+    SnapshotRecord objects take a few hundred: a 2 GB log has 60,000 snapshots). Reads like a list of
+    SnapshotRecord: len, index, iterate, append."""
+
+    __slots__ = ("_tables", "_columns")
+
+    def __init__(self, tables: tuple[_Interned, _Interned, _Interned] | None = None) -> None:
+        self._tables = tables or (_Interned(), _Interned(), _Interned())  # headers, blobs, stages
+        # header, line, blob, size, line_count, stage, changed: one array of 64-bit numbers each
+        self._columns = tuple(array("q") for _ in range(7))
+
+    def append(self, record: SnapshotRecord) -> None:
+        headers, blobs, stages = self._tables
+        values = (
+            headers.number(record.header, id(record.header)), record.line, blobs.number(record.blob),
+            record.size, record.line_count, stages.number(record.stage), int(record.changed),
+        )
+        for column, value in zip(self._columns, values):
+            column.append(value)
+
+    def __len__(self) -> int:
+        return len(self._columns[0])
+
+    def __getitem__(self, position: int) -> SnapshotRecord:
+        size = len(self)
+        index = position + size if position < 0 else position
+        if not 0 <= index < size:
+            raise IndexError("snapshot index out of range")
+        header, line, blob, length, line_count, stage, changed = (column[index] for column in self._columns)
+        headers, blobs, stages = self._tables
+        return SnapshotRecord(
+            index, headers.values[header], line, blobs.values[blob], length, line_count, stages.values[stage],
+            bool(changed),
+        )
+
+    def __iter__(self) -> Iterator[SnapshotRecord]:
+        headers, blobs, stages = (table.values for table in self._tables)
+        for index, (header, line, blob, length, line_count, stage, changed) in enumerate(zip(*self._columns)):
+            yield SnapshotRecord(
+                index, headers[header], line, blobs[blob], length, line_count, stages[stage], bool(changed)
+            )
+
+    def count_kind(self, kind: str) -> int:
+        headers = self._tables[0].values
+        return sum(1 for header in self._columns[0] if headers[header].kind == kind)
+
+    def count_changed(self) -> int:
+        return sum(self._columns[6])
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def last_header(self) -> DumpHeader:
+        return self._tables[0].values[self._columns[0][-1]]
+
+    def last_blob(self) -> str:
+        return self._tables[1].values[self._columns[2][-1]]
+
+
 @dataclass
 class CompilationRecord:
     kernel: str | None
     first_line: int
-    snapshots: list[SnapshotRecord] = field(default_factory=list)
+    snapshots: SnapshotList = field(default_factory=SnapshotList)
     target: str | None = None
     status: str = "ok"  # "ok" | "failed" | "partial"
     status_reason: str | None = None
@@ -119,15 +202,16 @@ class CompilationRecord:
     gluon: bool = False
 
     def count(self, kind: str) -> int:
-        return sum(1 for snapshot in self.snapshots if snapshot.header.kind == kind)
+        return self.snapshots.count_kind(kind)
 
     @property
     def changed_count(self) -> int:
-        return sum(1 for snapshot in self.snapshots if snapshot.changed)
+        return self.snapshots.count_changed()
 
     @property
     def last_pass(self) -> str | None:
-        return self.snapshots[-1].header.pass_name if self.snapshots else None
+        snapshots = self.snapshots
+        return snapshots.last_header().pass_name if snapshots else None
 
 
 class CompilationGrouper:
@@ -139,6 +223,7 @@ class CompilationGrouper:
         self._open: dict[str, CompilationRecord] = {}
         self._current: CompilationRecord | None = None
         self._facts = _BodyFacts()
+        self._tables = (_Interned(), _Interned(), _Interned())  # shared by this log's SnapshotLists
         self._stage_marks: dict[int, tuple[DumpHeader, bool, bool]] = {}  # by header identity
 
     def add(self, dump: Dump, blob: str) -> CompilationRecord | None:
@@ -158,13 +243,15 @@ class CompilationGrouper:
                     compilation, kernel = current, current.kernel
             previous = compilation.last_pass if compilation else None
             if starts_compilation(header, previous):
-                compilation = CompilationRecord(kernel, dump.line, gluon=header.pass_name == "GluonInline")
+                compilation = CompilationRecord(
+                    kernel, dump.line, SnapshotList(self._tables), gluon=header.pass_name == "GluonInline"
+                )
                 if compilation.gluon:
                     compilation.stage = "ttgir"
                 self.compilations.append(compilation)
             elif compilation is None and header.kind == "mlir":
                 # The log starts in the middle of a compile (its head was cut off).
-                compilation = CompilationRecord(kernel, dump.line, status="partial")
+                compilation = CompilationRecord(kernel, dump.line, SnapshotList(self._tables), status="partial")
                 compilation.status_reason = "the log starts in the middle of this compilation"
                 self.compilations.append(compilation)
             if compilation is not None and kernel:
@@ -184,11 +271,11 @@ class CompilationGrouper:
         return compilation
 
     def _record(self, compilation: CompilationRecord | None, dump: Dump, blob: str) -> SnapshotRecord:
-        snapshots = compilation.snapshots if compilation else []
-        previous = snapshots[-1].blob if snapshots else None
+        snapshots = compilation.snapshots if compilation else None
+        previous = snapshots.last_blob() if snapshots else None
         stage = "llvm-ir" if dump.header.kind == "llvm" else (compilation.stage if compilation else "ttgir")
         return SnapshotRecord(
-            index=len(snapshots),
+            index=len(snapshots) if snapshots else 0,
             header=dump.header,
             line=dump.line,
             blob=blob,

@@ -43,7 +43,7 @@ _COUNTED = bytes(c for c in range(256) if c not in b"\n{}")
 _CARRY_MAX = 4 << 20
 
 # Recently seen fast-path bodies, for recognising an unchanged pass without re-reading its body.
-_RECENT_BYTES = 32 << 20
+_RECENT_BYTES = 8 << 20
 _RECENT_COUNT = 64
 _HEADER_CACHE = 8192
 

@@ -81,6 +81,11 @@
 
   function step(direction) {
     if (!total()) return;
+    if (pending) {
+      // still loading the rows of the change asked for: queue the step after it
+      select(pending + direction, true);
+      return;
+    }
     if (current === 0) {
       select(direction > 0 ? (window.scrollY > 80 ? firstBelowViewport() : 1) : total(), true);
     } else {

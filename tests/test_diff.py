@@ -183,8 +183,10 @@ def test_alias_renumbering_vanishes_with_alias():
 def test_alias_option_keeps_a_changed_layout():
     a = body(TTGIR)
     # the store now uses the other layout: aliases still map one to one, so it is a change
-    b = a.replace("tt.store %3, %4, %5 : tensor<1024x!tt.ptr<f32>, #blocked1>",
-                  "tt.store %3, %4, %5 : tensor<1024x!tt.ptr<f32>, #blocked>")
+    b = a.replace(
+        "tt.store %3, %4, %5 : tensor<1024x!tt.ptr<f32>, #blocked1>",
+        "tt.store %3, %4, %5 : tensor<1024x!tt.ptr<f32>, #blocked>",
+    )
     result = diff_texts(a, b, DiffOptions(alias=True))
     assert [result.a_lines[row.a_no - 1].strip()[:8] for row in changed_rows(result)] == ["tt.store"]
 
@@ -238,6 +240,7 @@ def test_hunk_headers_count_their_lines():
 def test_context_controls_the_rows_around_each_change():
     result = diff_texts(body(TTGIR), body(TTGIR + 1))
     small, large = result.hunks(1), result.hunks(10)
+
     def rows(hunks: list[Hunk]) -> int:
         return sum(h.row_end - h.row_start for h in hunks)
 
@@ -251,8 +254,11 @@ def test_replaced_lines_pair_with_their_counterpart():
         return re.sub(r"^\s*(%[\w$.:#-]+ = )?", "", line).split(" ")[0]
 
     result = diff_texts(body(51), body(52))
-    pairs = [(result.a_lines[row.a_no - 1], result.b_lines[row.b_no - 1]) for row in result.iter_rows()
-             if row.op == "replace"]
+    pairs = [
+        (result.a_lines[row.a_no - 1], result.b_lines[row.b_no - 1])
+        for row in result.iter_rows()
+        if row.op == "replace"
+    ]
     assert pairs
     for a, b in pairs:
         assert operation(a) == operation(b), (a, b)
@@ -305,5 +311,18 @@ def test_marks_wrap_exactly_the_changed_text_of_highlighted_html():
             marked = _mark_html(html, spans, "d")
             assert re.sub(r"</?mark[^>]*>", "", marked) == html
             inside = "".join(re.findall(r'<mark class="d">(.*?)</mark>', marked))
-            text = re.sub(r"<[^>]+>", "", inside).replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+            text = (
+                re.sub(r"<[^>]+>", "", inside).replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+            )
             assert text == "".join(line[s:e] for s, e in spans)
+
+
+def test_renamed_names_are_not_marked_when_numbering_is_ignored():
+    a = "    %x_8 = tt.load %x_6, %x_7 : tensor<1024x!tt.ptr<f32>, #blocked1>"
+    b = "    %x_9 = tt.load %x_7, %mask_2 : tensor<1024x!tt.ptr<f32>, #blocked1>"
+    renames = {"%x_6": "%x_7", "%x_7": "%x_8"}
+    a_spans, b_spans = inline_changes(a, b, renames=renames, rename_definitions=True)
+    assert [a[s:e] for s, e in a_spans] == ["%x_7"]  # %x_7 became %x_8, but B uses %mask_2
+    assert [b[s:e] for s, e in b_spans] == ["%mask_2"]
+    a_spans, _ = inline_changes(a, b)  # numbering compared: the renamed names are changes too
+    assert {"%x_8", "%x_6"} <= {a[s:e] for s, e in a_spans}

@@ -89,7 +89,7 @@ def test_page_and_json_show_the_same_diff(site):
     assert f'data-changes="{data["stats"]["changes"]}"' in page
     assert data["stats"]["hunks"] == len(data["hunks"]) > 0
     # every changed line of the JSON is on the page, in a changed row
-    rows = re.findall(r'<tr class="r chg"[^>]*>(.*?)</tr>', page, re.S)
+    rows = re.findall(r'<tr class="r chg"[^>]*>(.*?)</tr>', page, re.DOTALL)
     shown = visible_text("\n".join(rows))
     for hunk in data["hunks"]:
         for line in hunk["lines"]:
@@ -160,9 +160,10 @@ def test_cross_run_diff(site):
     assert same["a"]["run"] == runs["first"]["run"] and same["b"]["run"] == runs["second"]["run"]
     assert not same["navigation"]["adjacent"]
     other = json_of(client, diff_url(sid(runs["first"], TTGIR), sid(runs["second"], TTGIR + 1)))
-    assert other["stats"] == json_of(client, diff_url(sid(runs["first"], TTGIR), sid(runs["first"], TTGIR + 1)))[
-        "stats"
-    ]
+    assert (
+        other["stats"]
+        == json_of(client, diff_url(sid(runs["first"], TTGIR), sid(runs["first"], TTGIR + 1)))["stats"]
+    )
     page = page_of(client, diff_url(sid(runs["first"], TTGIR), sid(runs["second"], TTGIR + 1)))
     assert "from different runs" in page
 
@@ -201,8 +202,11 @@ def test_a_missing_side_is_named(site):
 def test_if_none_match_gets_304(site):
     client, runs = site
     url = diff_url(sid(runs["first"], TTGIR), sid(runs["first"], TTGIR + 1))
-    for variant in (url, url + "?view=unified", diff_url(sid(runs["first"], TTGIR), sid(runs["first"], TTGIR + 1)) +
-                    ".json"):
+    for variant in (
+        url,
+        url + "?view=unified",
+        diff_url(sid(runs["first"], TTGIR), sid(runs["first"], TTGIR + 1)) + ".json",
+    ):
         first = client.get(variant)
         tag = first.headers["etag"]
         again = client.get(variant, headers={"If-None-Match": tag})
@@ -231,12 +235,19 @@ def test_collapsed_lines_expand_through_the_rows_fragment(site):
     fragment = client.get(html.unescape(expand.group(1)), headers={"HX-Request": "true"})
     assert fragment.status_code == 200
     assert fragment.text.lstrip().startswith("<tbody")
+    # followed without JavaScript, the same link is a page around those rows
+    plain = page_of(client, html.unescape(expand.group(1)))
+    assert "Back to the whole diff" in plain and plain.count('<tr class="r ') == fragment.text.count(
+        '<tr class="r '
+    )
     assert '<tr class="r eq"' in fragment.text or '<tr class="r ign"' in fragment.text
     # a partial expansion keeps the rest of the run collapsed
     start, end = map(int, re.search(r"start=(\d+)&end=(\d+)", html.unescape(expand.group(1))).groups())
     if end - start > 4:
-        part = client.get(f"{url.split('?')[0]}/rows?context=1&start={start}&end={start + 2}"
-                          f"&gap_start={start}&gap_end={end}")
+        part = client.get(
+            f"{url.split('?')[0]}/rows?context=1&start={start}&end={start + 2}"
+            f"&gap_start={start}&gap_end={end}"
+        )
         assert part.text.count('<tr class="r ') == 2 and 'class="gap"' in part.text
 
 
@@ -267,7 +278,9 @@ def test_ir_text_is_escaped(site):
     # with locations ignored the two texts are the same, and nothing leaks either
     quiet = client.get(diff_url(sid(runs["first"], TTGIR), sid(runs["hostile"], TTGIR), "context=all"))
     assert SCRIPT not in quiet.text
-    rows = client.get(diff_url(sid(runs["first"], TTGIR), sid(runs["hostile"], TTGIR)) + "/rows?start=0&end=40")
+    rows = client.get(
+        diff_url(sid(runs["first"], TTGIR), sid(runs["hostile"], TTGIR)) + "/rows?start=0&end=40"
+    )
     assert SCRIPT not in rows.text and "&lt;script&gt;" in rows.text
 
 

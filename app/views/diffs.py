@@ -55,8 +55,8 @@ diff_cache = DiffCache(capacity=32)
 
 VIEWS = ("split", "unified")
 CONTEXT_CHOICES = (3, 5, 10, 25)
-INLINE_ROWS = 800  # rows rendered with the page; later chunks load as they scroll into view
-CHUNK_ROWS = 400  # rows per lazily loaded chunk
+INLINE_ROWS = 500  # rows rendered with the page; later chunks load as they scroll into view
+CHUNK_ROWS = 250  # rows per lazily loaded chunk
 EXPAND_STEP = 20  # rows an "expand up/down" click reveals in a long unchanged run
 
 _ROOT = Path(__file__).resolve().parents[2]
@@ -164,8 +164,12 @@ def parse_options(request: Request) -> PageOptions:
         context = DEFAULT_CONTEXT
     view = params.get("view", "split")
     return PageOptions(
-        DiffOptions(loc=_flag(params.get("loc")), ssa=_flag(params.get("ssa")), alias=_flag(params.get("alias")),
-                    context=context),
+        DiffOptions(
+            loc=_flag(params.get("loc")),
+            ssa=_flag(params.get("ssa")),
+            alias=_flag(params.get("alias")),
+            context=context,
+        ),
         view if view in VIEWS else "split",
     )
 
@@ -246,8 +250,15 @@ def _effect_pass(a: Side, b: Side) -> str | None:
 
 def _navigation(session: Session, a: Side, b: Side, urls: Urls, options: PageOptions) -> dict[str, Any]:
     """Neighbouring pairs when A and B are consecutive snapshots of one compilation."""
-    nav: dict[str, Any] = {"adjacent": False, "prev": None, "next": None, "next_changed": None,
-                           "prev_changed": None, "position": None, "count": None}
+    nav: dict[str, Any] = {
+        "adjacent": False,
+        "prev": None,
+        "next": None,
+        "next_changed": None,
+        "prev_changed": None,
+        "position": None,
+        "count": None,
+    }
     if a.compilation.pk != b.compilation.pk or b.snapshot.index != a.snapshot.index + 1:
         return nav
     passes = session.execute(
@@ -267,7 +278,9 @@ def _navigation(session: Session, a: Side, b: Side, urls: Urls, options: PageOpt
         return {"index": i, "pass": names[i], "url": url, "changed": bool(changed.get(i + 1))}
 
     i = a.snapshot.index
-    nav.update(adjacent=True, prev=pair(i - 1), next=pair(i + 1), position=i + 1, count=max(len(passes) - 1, 0))
+    nav.update(
+        adjacent=True, prev=pair(i - 1), next=pair(i + 1), position=i + 1, count=max(len(passes) - 1, 0)
+    )
     nav["next_changed"] = next((pair(k) for k in range(i + 1, len(passes)) if changed.get(k + 1)), None)
     nav["prev_changed"] = next((pair(k) for k in range(i - 1, -1, -1) if changed.get(k + 1)), None)
     return nav
@@ -386,7 +399,9 @@ class ViewRow:
 class RowRenderer:
     """Turns diff rows into highlighted, marked table rows for one view."""
 
-    def __init__(self, result: DiffResult, a_kind: str, b_kind: str, options: PageOptions, a_url: str, b_url: str):
+    def __init__(
+        self, result: DiffResult, a_kind: str, b_kind: str, options: PageOptions, a_url: str, b_url: str
+    ):
         self.result = result
         self.a_kind, self.b_kind = a_kind, b_kind
         self.options = options
@@ -399,7 +414,9 @@ class RowRenderer:
             return k + 1
         return None
 
-    def _code(self, line: str, kind: str, spans: list[tuple[int, int]] | None = None, css: str = "") -> Markup:
+    def _code(
+        self, line: str, kind: str, spans: list[tuple[int, int]] | None = None, css: str = ""
+    ) -> Markup:
         code = render.highlight_line(line, kind) if line else ""
         if spans:
             code = _mark_html(code, spans, css)
@@ -407,7 +424,9 @@ class RowRenderer:
 
     def _pair_marks(self, a_line: str, b_line: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
         hide = None if self.options.diff.loc else (loc_spans(a_line), loc_spans(b_line))
-        return inline_changes(a_line, b_line, hide)
+        diff_options = self.options.diff
+        renames = self.result.renames if diff_options.ssa or diff_options.alias else None
+        return inline_changes(a_line, b_line, hide, renames, rename_definitions=diff_options.ssa)
 
     def rows(self, start: int, end: int) -> list[ViewRow]:
         raw = list(self.result.iter_rows(start, end))
@@ -431,15 +450,26 @@ class RowRenderer:
             if row.op == EQUAL:
                 a_line, b_line = a_lines[row.a_no - 1], b_lines[row.b_no - 1]
                 css = "ign" if row.ignored else "eq"
-                out.append(ViewRow(css, Cell(row.a_no, self._code(a_line, self.a_kind), css),
-                                   Cell(row.b_no, self._code(b_line, self.b_kind), css)))
+                out.append(
+                    ViewRow(
+                        css,
+                        Cell(row.a_no, self._code(a_line, self.a_kind), css),
+                        Cell(row.b_no, self._code(b_line, self.b_kind), css),
+                    )
+                )
                 k += 1
             elif row.op == REPLACE:
                 a_line, b_line = a_lines[row.a_no - 1], b_lines[row.b_no - 1]
                 a_spans, b_spans = self._pair_marks(a_line, b_line)
-                out.append(ViewRow("chg", Cell(row.a_no, self._code(a_line, self.a_kind, a_spans, "d"), "del"),
-                                   Cell(row.b_no, self._code(b_line, self.b_kind, b_spans, "i"), "ins"),
-                                   change, first))
+                out.append(
+                    ViewRow(
+                        "chg",
+                        Cell(row.a_no, self._code(a_line, self.a_kind, a_spans, "d"), "del"),
+                        Cell(row.b_no, self._code(b_line, self.b_kind, b_spans, "i"), "ins"),
+                        change,
+                        first,
+                    )
+                )
                 k += 1
             else:
                 # a run of deletions next to a run of insertions: side by side, like a replacement
@@ -456,13 +486,26 @@ class RowRenderer:
                 for m in range(max(len(deletes), len(inserts))):
                     left, right = Cell(), Cell()
                     if m < len(deletes):
-                        left = Cell(deletes[m].a_no, self._code(a_lines[deletes[m].a_no - 1], self.a_kind),
-                                    "ign-del" if ignored else "del")
+                        left = Cell(
+                            deletes[m].a_no,
+                            self._code(a_lines[deletes[m].a_no - 1], self.a_kind),
+                            "ign-del" if ignored else "del",
+                        )
                     if m < len(inserts):
-                        right = Cell(inserts[m].b_no, self._code(b_lines[inserts[m].b_no - 1], self.b_kind),
-                                     "ign-ins" if ignored else "ins")
-                    out.append(ViewRow("ign" if ignored else "chg", left, right, None if ignored else change,
-                                       first and m == 0))
+                        right = Cell(
+                            inserts[m].b_no,
+                            self._code(b_lines[inserts[m].b_no - 1], self.b_kind),
+                            "ign-ins" if ignored else "ins",
+                        )
+                    out.append(
+                        ViewRow(
+                            "ign" if ignored else "chg",
+                            left,
+                            right,
+                            None if ignored else change,
+                            first and m == 0,
+                        )
+                    )
         return out
 
     # -- unified -------------------------------------------------------------------------------
@@ -480,38 +523,79 @@ class RowRenderer:
             if row.op == EQUAL:
                 css = "ign" if row.ignored else "eq"
                 b_line = b_lines[row.b_no - 1]
-                out.append(ViewRow(css, Cell(row.a_no, Markup(""), css),
-                                   Cell(row.b_no, self._code(b_line, self.b_kind), css),
-                                   sign="≈" if row.ignored else " "))
+                out.append(
+                    ViewRow(
+                        css,
+                        Cell(row.a_no, Markup(""), css),
+                        Cell(row.b_no, self._code(b_line, self.b_kind), css),
+                        sign="≈" if row.ignored else " ",
+                    )
+                )
                 k += 1
                 continue
             if row.op == REPLACE:
                 run = []
-                while k < len(numbered) and numbered[k][1].op == REPLACE and self._change_of(numbered[k][0]) == change:
+                while (
+                    k < len(numbered)
+                    and numbered[k][1].op == REPLACE
+                    and self._change_of(numbered[k][0]) == change
+                ):
                     run.append(numbered[k][1])
                     k += 1
                 marks = [self._pair_marks(a_lines[r.a_no - 1], b_lines[r.b_no - 1]) for r in run]
                 for m, r in enumerate(run):
                     code = self._code(a_lines[r.a_no - 1], self.a_kind, marks[m][0], "d")
-                    out.append(ViewRow("chg", Cell(r.a_no, code, "del"), Cell(None, Markup(""), "del"),
-                                       change, first and m == 0, "-"))
+                    out.append(
+                        ViewRow(
+                            "chg",
+                            Cell(r.a_no, code, "del"),
+                            Cell(None, Markup(""), "del"),
+                            change,
+                            first and m == 0,
+                            "-",
+                        )
+                    )
                 for m, r in enumerate(run):
                     code = self._code(b_lines[r.b_no - 1], self.b_kind, marks[m][1], "i")
-                    out.append(ViewRow("chg", Cell(None, Markup(""), "ins"), Cell(r.b_no, code, "ins"), change,
-                                       False, "+"))
+                    out.append(
+                        ViewRow(
+                            "chg",
+                            Cell(None, Markup(""), "ins"),
+                            Cell(r.b_no, code, "ins"),
+                            change,
+                            False,
+                            "+",
+                        )
+                    )
                 continue
             ignored = row.ignored
             css = "ign" if ignored else "chg"
             if row.op == DELETE:
                 code = self._code(a_lines[row.a_no - 1], self.a_kind)
                 cell_css = "ign-del" if ignored else "del"
-                out.append(ViewRow(css, Cell(row.a_no, code, cell_css), Cell(None, Markup(""), cell_css),
-                                   None if ignored else change, first, "-"))
+                out.append(
+                    ViewRow(
+                        css,
+                        Cell(row.a_no, code, cell_css),
+                        Cell(None, Markup(""), cell_css),
+                        None if ignored else change,
+                        first,
+                        "-",
+                    )
+                )
             else:
                 code = self._code(b_lines[row.b_no - 1], self.b_kind)
                 cell_css = "ign-ins" if ignored else "ins"
-                out.append(ViewRow(css, Cell(None, Markup(""), cell_css), Cell(row.b_no, code, cell_css),
-                                   None if ignored else change, first, "+"))
+                out.append(
+                    ViewRow(
+                        css,
+                        Cell(None, Markup(""), cell_css),
+                        Cell(row.b_no, code, cell_css),
+                        None if ignored else change,
+                        first,
+                        "+",
+                    )
+                )
             k += 1
         return out
 
@@ -561,7 +645,9 @@ def page_pieces(result: DiffResult, renderer: RowRenderer, context: int) -> list
     previous_end = 0
     for hunk in result.hunks(context):
         if hunk.row_start > previous_end:
-            pieces.append(_gap(result, previous_end, hunk.row_start, _hunk_header(result, hunk.row_start, hunk.row_end)))
+            pieces.append(
+                _gap(result, previous_end, hunk.row_start, _hunk_header(result, hunk.row_start, hunk.row_end))
+            )
         for chunk_start in range(hunk.row_start, hunk.row_end, CHUNK_ROWS):
             chunk_end = min(chunk_start + CHUNK_ROWS, hunk.row_end)
             if budget > 0:
@@ -600,8 +686,13 @@ def _not_found(request: Request, urls: Urls, message: str, wants_json: bool) -> 
     return templates.TemplateResponse(
         request,
         "diff.html",
-        {"data": {"error": message}, "page": None, "urls": urls, "json_url": _json_url(request, urls),
-         "settings": request.app.state.settings},
+        {
+            "data": {"error": message},
+            "page": None,
+            "urls": urls,
+            "json_url": _json_url(request, urls),
+            "settings": request.app.state.settings,
+        },
         status_code=404,
     )
 
@@ -633,8 +724,14 @@ def diff_page(request: Request, spec: str, session: SessionDep, urls: UrlsDep) -
 
     json_url = _json_url(request, urls)
     page = _page_model(result, a, b, options, urls, data)
-    context = {"request": request, "data": data, "page": page, "urls": urls, "json_url": json_url,
-               "settings": request.app.state.settings}
+    context = {
+        "request": request,
+        "data": data,
+        "page": page,
+        "urls": urls,
+        "json_url": json_url,
+        "settings": request.app.state.settings,
+    }
     headers["Link"] = f'<{json_url}>; rel="alternate"; type="application/json"'
     if htmx:
         return HTMLResponse(_render_block("main", context), headers=headers)
@@ -671,10 +768,34 @@ def diff_rows(request: Request, spec: str, session: SessionDep, urls: UrlsDep) -
         following = next((h for h in result.hunks(options.diff.context) if h.row_start == gap_end), None)
         header = _hunk_header(result, following.row_start, following.row_end) if following else ""
         pieces.append(_gap(result, end, gap_end, header))
+    headers = _cache_headers(tag)
+    if request.headers.get("hx-request") != "true":
+        # followed as a plain link (no JavaScript): those rows inside the whole page
+        data = page_data(session, a, b, result, options, urls)
+        page = _page_model(result, a, b, options, urls, data, pieces)
+        page["partial"] = {"first": start + 1, "last": end, "rows": result.rows}
+        json_url = urls.diff(a.id, b.id) + ".json" + options.query()
+        context = {
+            "request": request,
+            "data": data,
+            "page": page,
+            "urls": urls,
+            "json_url": json_url,
+            "settings": request.app.state.settings,
+        }
+        headers["Link"] = f'<{json_url}>; rel="alternate"; type="application/json"'
+        return templates.TemplateResponse(request, "diff.html", context, headers=headers)
     base = urls.diff(a.id, b.id)
-    context = {"pieces": pieces, "page": {"view": options.view, "rows_url": base + "/rows" + options.query(),
-                                          "expand_step": EXPAND_STEP}, "urls": urls}
-    return HTMLResponse(_render_block("pieces", context), headers=_cache_headers(tag))
+    context = {
+        "pieces": pieces,
+        "page": {
+            "view": options.view,
+            "rows_url": base + "/rows" + options.query(),
+            "expand_step": EXPAND_STEP,
+        },
+        "urls": urls,
+    }
+    return HTMLResponse(_render_block("pieces", context), headers=headers)
 
 
 def _renderer(result: DiffResult, a: Side, b: Side, options: PageOptions, urls: Urls) -> RowRenderer:
@@ -689,7 +810,13 @@ def _renderer(result: DiffResult, a: Side, b: Side, options: PageOptions, urls: 
 
 
 def _page_model(
-    result: DiffResult, a: Side, b: Side, options: PageOptions, urls: Urls, data: dict[str, Any]
+    result: DiffResult,
+    a: Side,
+    b: Side,
+    options: PageOptions,
+    urls: Urls,
+    data: dict[str, Any],
+    pieces: list[Piece] | None = None,
 ) -> dict[str, Any]:
     """What only the HTML needs: rendered rows, option links, labels."""
     renderer = _renderer(result, a, b, options, urls)
@@ -700,29 +827,48 @@ def _page_model(
         return base + options.query(**changes)
 
     toggles = [
-        {"name": "loc", "label": "Locations", "on": not diff_options.loc,
-         "title": "Ignore loc(...) and #loc alias lines when comparing" if not diff_options.loc
-         else "Locations are compared; click to ignore them",
-         "url": link(loc=not diff_options.loc)},
-        {"name": "ssa", "label": "SSA numbering", "on": diff_options.ssa,
-         "title": "Ignore renumbered values (%12 → %13, %acc_4 → %acc_9) when they rename consistently",
-         "url": link(ssa=not diff_options.ssa)},
-        {"name": "alias", "label": "Alias numbering", "on": diff_options.alias,
-         "title": "Ignore renumbered aliases (#blocked1 → #blocked2, #shared3) when they rename consistently",
-         "url": link(alias=not diff_options.alias)},
+        {
+            "name": "loc",
+            "label": "Locations",
+            "on": not diff_options.loc,
+            "title": "Ignore loc(...) and #loc alias lines when comparing"
+            if not diff_options.loc
+            else "Locations are compared; click to ignore them",
+            "url": link(loc=not diff_options.loc),
+        },
+        {
+            "name": "ssa",
+            "label": "SSA numbering",
+            "on": diff_options.ssa,
+            "title": "Ignore renumbered values (%12 → %13, %acc_4 → %acc_9) when they rename consistently",
+            "url": link(ssa=not diff_options.ssa),
+        },
+        {
+            "name": "alias",
+            "label": "Alias numbering",
+            "on": diff_options.alias,
+            "title": "Ignore renumbered aliases (#blocked1 → #blocked2, #shared3) when they rename consistently",
+            "url": link(alias=not diff_options.alias),
+        },
     ]
-    contexts = [{"label": str(n), "url": link(context=n), "on": diff_options.context == n} for n in CONTEXT_CHOICES]
+    contexts = [
+        {"label": str(n), "url": link(context=n), "on": diff_options.context == n} for n in CONTEXT_CHOICES
+    ]
     contexts.append({"label": "all", "url": link(context=-1), "on": diff_options.context < 0})
     same_compilation = a.compilation.pk == b.compilation.pk
     same_run = a.compilation.run_id == b.compilation.run_id
     return {
         "view": options.view,
-        "views": [{"name": name, "label": name.title(), "url": link(view=name), "on": name == options.view}
-                  for name in VIEWS],
+        "views": [
+            {"name": name, "label": name.title(), "url": link(view=name), "on": name == options.view}
+            for name in VIEWS
+        ],
         "other_view_url": link(view="unified" if options.view == "split" else "split"),
         "toggles": toggles,
         "contexts": contexts,
-        "pieces": page_pieces(result, renderer, diff_options.context),
+        "pieces": pieces if pieces is not None else page_pieces(result, renderer, diff_options.context),
+        "partial": None,
+        "page_url": data["url"],
         "rows_url": base + "/rows" + options.query(),
         "expand_step": EXPAND_STEP,
         "changes": len(result.changes),

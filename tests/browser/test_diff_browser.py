@@ -39,7 +39,9 @@ def current_changes(page: Page) -> list[str]:
     return page.evaluate("[...new Set([...document.querySelectorAll('tr.cur')].map(r => r.dataset.c))]")
 
 
-def test_step_through_changes_switch_view_and_share_the_link(server_url, add_kernel_run, browser_page, page_errors):
+def test_step_through_changes_switch_view_and_share_the_link(
+    server_url, add_kernel_run, browser_page, page_errors
+):
     page = browser_page
     url = diff_url(server_url, add_kernel_run, LLVM, LLVM + 1, "context=all")
     total = httpx.get(url.replace("?", ".json?")).json()["stats"]["changes"]

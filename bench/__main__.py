@@ -1,0 +1,181 @@
+"""Run every irlens benchmark and print one table: `.venv/bin/python -m bench [--quick] [--only ...]`.
+
+Inputs come from ../shared/corpus (see bench/inputs.py) and are cached in $TMPDIR/irlens-bench while
+the corpus is unchanged. Each ingest figure is measured next to a `grep -c` baseline over the same
+file in the same run, and shown as a ratio to it. Results also go to bench/results/{full,quick}.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench import ingest as ingest_bench
+from bench import inputs, web
+
+MB = 1e6
+STAGES = ("ingest", "storage", "pages", "throughput", "browser")
+
+
+def machine() -> dict:
+    import zstandard
+
+    model = ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpus": os.cpu_count(),
+        "cpu": model,
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "zstd": ".".join(map(str, zstandard.ZSTD_VERSION)),
+        "load_before": os.getloadavg()[0],
+    }
+
+
+def run(args: argparse.Namespace) -> dict:
+    results: dict = {"machine": machine(), "mode": "quick" if args.quick else "full", "started": time.time()}
+    workdir = Path(tempfile.mkdtemp(prefix="irlens-bench-run-"))
+    stages = set(args.only or STAGES)
+    sizes = (200 * inputs.MiB, 400 * inputs.MiB) if args.quick else (inputs.GiB, 2 * inputs.GiB)
+    repeats = 1 if args.quick else args.repeats
+
+    if "ingest" in stages:
+        results["ingest"] = []
+        for size in sizes:
+            log = inputs.big_log(size)
+            print(f"bench: ingest {log.stat().st_size / MB:.0f} MB ...", file=sys.stderr, flush=True)
+            results["ingest"].append(ingest_bench.bench_ingest(log, workdir, repeats=repeats))
+
+    corpus_db = workdir / "corpus.db"
+    if stages & {"storage", "pages", "throughput", "browser"}:
+        print("bench: corpus into one database ...", file=sys.stderr, flush=True)
+        storage = ingest_bench.bench_storage(workdir)
+        storage.pop("db_path", None)
+        results["storage"] = storage
+
+    if stages & {"pages", "throughput", "browser"}:
+        targets = web.pick_targets(corpus_db)
+        results["targets"] = targets.__dict__
+    if "pages" in stages:
+        print("bench: page latency ...", file=sys.stderr, flush=True)
+        results["pages"] = web.measure_latency(corpus_db, targets, rounds=1 if args.quick else 3,
+                                               warm_repeats=3 if args.quick else 10)
+    if "throughput" in stages:
+        print("bench: throughput ...", file=sys.stderr, flush=True)
+        seconds = 5 if args.quick else 10
+        results["throughput"] = {
+            "snapshot ~10k lines": web.measure_throughput(corpus_db, targets.ten_k[0], seconds=seconds),
+            "snapshot small": web.measure_throughput(corpus_db, targets.warmup, seconds=seconds),
+            "diff ~10k lines": web.measure_throughput(corpus_db, targets.diffs[0], seconds=seconds),
+            "snapshot ~10k lines, revalidated (304)": web.measure_throughput(
+                corpus_db, targets.ten_k[0], seconds=seconds, revalidate=True
+            ),
+        }
+    if "browser" in stages:
+        print("bench: browser ...", file=sys.stderr, flush=True)
+        try:
+            results["browser"] = web.measure_browser(corpus_db, targets.largest, repeats=1 if args.quick else 3)
+        except Exception as error:  # a browser problem should not lose the other figures
+            results["browser"] = {"skipped": f"failed: {type(error).__name__}: {str(error)[:200]}"}
+    results["machine"]["load_after"] = os.getloadavg()[0]
+    results["finished"] = time.time()
+    return results
+
+
+def _fmt_s(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def table(results: dict) -> str:
+    """The results as a Markdown table (the README's Performance section holds a copy)."""
+    rows: list[tuple[str, str, str, str]] = []  # figure, value, vs grep, target
+    for entry in results.get("ingest", []):
+        size = entry["bytes"] / MB
+        grep = entry["grep_seconds"]
+        rows.append((f"grep -c baseline, {size:.0f} MB log", _fmt_s(grep), "1×", ""))
+        rows.append((
+            f"ingest {size:.0f} MB (SQLite), wall", _fmt_s(entry["seconds"]),
+            f"{entry['ratio_to_grep']:.1f}×", "≥ 150 MB/s, ≤ 20× grep",
+        ))
+        rows.append((f"ingest {size:.0f} MB, throughput", f"{entry['mb_per_s']:.0f} MB/s", "", "≥ 150 MB/s"))
+        rows.append((f"ingest {size:.0f} MB, CPU (all threads)", _fmt_s(entry["cpu_seconds"]), "", ""))
+        rows.append((f"ingest {size:.0f} MB, peak RSS", f"{entry['max_rss'] / 2**20:.0f} MiB", "",
+                     "≤ 300 MB, flat"))
+    storage = results.get("storage")
+    if storage:
+        rows.append((
+            f"stored / raw, whole corpus ({storage['archives']} archives, {storage['raw_bytes'] / MB:.0f} MB)",
+            f"{storage['share'] * 100:.2f}% ({storage['db_bytes'] / MB:.2f} MB)", "", "≤ 2%",
+        ))
+        rows.append(("  of which blob data", f"{storage['blob_data_bytes'] / MB:.2f} MB", "", ""))
+    targets = results.get("targets", {})
+    for page in results.get("pages", []):
+        label = page["label"]
+        if label.startswith("snapshot ~10k"):
+            lines = f"{min(targets['ten_k_lines'])}-{max(targets['ten_k_lines'])} lines"
+            target_cold, target_warm = "≤ 400 ms", "≤ 50 ms"
+        elif label.startswith("snapshot largest"):
+            lines = f"{targets['largest_lines']} lines"
+            target_cold = target_warm = ""
+        else:
+            lines = ", ".join(f"{a}/{b}" for a, b in targets["diff_lines"][:3]) + " … lines"
+            target_cold = target_warm = "≤ 150 ms"
+        for phase, target in (("cold", target_cold), ("warm", target_warm)):
+            stats = page[phase]
+            rows.append((
+                f"{label} ({lines}), {phase}, server time p50 / p95",
+                f"{_fmt_s(stats['ttfb_p50'])} / {_fmt_s(stats['ttfb_p95'])}", "",
+                target,
+            ))
+    for name, entry in results.get("throughput", {}).items():
+        rows.append((f"cached {name}, 32 clients ({entry['tool']})",
+                     f"{entry['rps']:.0f} req/s, {entry['errors']} errors", "", "≥ 500 req/s, 0 errors"))
+    browser = results.get("browser")
+    if browser and "skipped" not in browser:
+        rows.append((f"browser: largest snapshot ({targets.get('largest_lines')} lines) visible + scrollable, "
+                     "first visit", _fmt_s(browser["cold_scrollable_s"]), "", "≤ 1 s"))
+        rows.append(("browser: same, server cache warm (p50)", _fmt_s(browser["warm_scrollable_p50_s"]), "",
+                     "≤ 1 s"))
+    elif browser:
+        rows.append(("browser", browser["skipped"], "", ""))
+    out = ["| figure | value | vs grep | target |", "|---|---|---|---|"]
+    out += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+    m = results["machine"]
+    out.append("")
+    out.append(
+        f"Machine: {m['cpus']} cores ({m['cpu']}), Python {m['python']}, SQLite {m['sqlite']}, "
+        f"zstd {m['zstd']}; load average {m['load_before']:.1f} before, {m['load_after']:.1f} after."
+    )
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="200 and 400 MiB logs, fewer samples")
+    parser.add_argument("--only", action="append", choices=STAGES, help="run only this stage (repeatable)")
+    parser.add_argument("--repeats", type=int, default=3, help="ingests per log size (the fastest counts)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON, not a table")
+    args = parser.parse_args(argv)
+    results = run(args)
+    out_dir = Path(__file__).resolve().parent / "results"
+    out_dir.mkdir(exist_ok=True)
+    (out_dir / f"{results['mode']}.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
+    print(json.dumps(results, indent=1, default=str) if args.json else table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,371 @@
+"""Page figures over real HTTP against `irlens serve`: snapshot and diff latency (cold and warm),
+cached-page throughput with 32 clients, and time until Chromium shows the largest snapshot."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.inputs import REPO
+
+IRLENS = str(Path(sys.executable).with_name("irlens"))
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve(db_path: Path) -> Iterator[str]:
+    """`irlens serve` on a free port, one worker (the default); yields its base URL."""
+    import httpx
+
+    port = _free_port()
+    env = {**os.environ, "IRLENS_LOAD_DEMO": "false", "IRLENS_DATA_DIR": str(db_path.parent)}
+    log = tempfile.TemporaryFile()
+    process = subprocess.Popen(
+        [IRLENS, "serve", "--db", f"sqlite:///{db_path}", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=REPO, env=env, stdout=log, stderr=log,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if process.poll() is not None:
+                log.seek(0)
+                raise SystemExit(f"bench: irlens serve exited:\n{log.read().decode()[-3000:]}")
+            try:
+                if httpx.get(f"{base}/-/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit("bench: irlens serve did not come up in 60 s")
+            time.sleep(0.1)
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+@dataclass
+class Sample:
+    ttfb: float  # seconds until the response headers: the server's time, on localhost
+    total: float  # until the last byte
+    status: int
+    size: int
+
+
+def fetch(client, url: str) -> Sample:  # noqa: ANN001
+    start = time.perf_counter()
+    with client.stream("GET", url) as response:
+        ttfb = time.perf_counter() - start
+        size = sum(len(part) for part in response.iter_raw())
+    return Sample(ttfb, time.perf_counter() - start, response.status_code, size)
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    rank = share * (len(ordered) - 1)
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+@dataclass
+class Latency:
+    label: str
+    cold: list[Sample] = field(default_factory=list)
+    warm: list[Sample] = field(default_factory=list)
+
+    def summary(self) -> dict:
+        def stats(samples: list[Sample]) -> dict:
+            return {
+                "n": len(samples),
+                "ttfb_p50": percentile([s.ttfb for s in samples], 0.5),
+                "ttfb_p95": percentile([s.ttfb for s in samples], 0.95),
+                "total_p50": percentile([s.total for s in samples], 0.5),
+                "total_p95": percentile([s.total for s in samples], 0.95),
+                "bytes": statistics.median([s.size for s in samples]) if samples else 0,
+                "errors": sum(1 for s in samples if s.status != 200),
+            }
+
+        return {"label": self.label, "cold": stats(self.cold), "warm": stats(self.warm)}
+
+
+# -- what to request --------------------------------------------------------------------------------
+
+
+@dataclass
+class Targets:
+    ten_k: list[str]  # snapshot page paths of distinct ~10,000-line blobs
+    ten_k_lines: list[int]
+    largest: str  # the corpus's largest snapshot
+    largest_lines: int
+    diffs: list[str]  # adjacent changed snapshot pairs, both ~10,000 lines
+    diff_lines: list[tuple[int, int]]
+    warmup: str  # a small snapshot page, to load templates and code before timing
+
+
+def pick_targets(db_path: Path, per_set: int = 8) -> Targets:
+    with sqlite3.connect(db_path) as connection:
+        rows = connection.execute(
+            """select c.run_id, c.ordinal, s."index", s.line_count, s.blob, s.kind, s.compilation_pk
+               from snapshots s join compilations c on c.pk = s.compilation_pk
+               order by s.line_count desc"""
+        ).fetchall()
+
+    def path(row) -> str:  # noqa: ANN001
+        return f"/runs/{row[0]}/c/{row[1]}/s/{row[2]}"
+
+    by_blob: dict[str, tuple] = {}
+    for row in rows:
+        by_blob.setdefault(row[4], row)
+    distinct = list(by_blob.values())
+    # The ~10,000-line set: distinct texts closest to 10,000 lines.
+    near = sorted(distinct, key=lambda row: abs(row[3] - 10_000))[:per_set]
+    largest = distinct[0]
+    small = min((row for row in distinct if row[3] > 50), key=lambda row: row[3])
+    # Adjacent pairs (index i, i+1 of one compilation) whose texts differ, closest to 10,000 lines.
+    position = {(row[6], row[2]): row for row in rows}
+    pairs = []
+    for row in rows:
+        after = position.get((row[6], row[2] + 1))
+        if after is not None and after[4] != row[4]:
+            pairs.append((row, after))
+    pairs.sort(key=lambda pair: abs(min(pair[0][3], pair[1][3]) - 10_000))
+    chosen, seen = [], set()
+    for a, b in pairs:
+        if (a[4], b[4]) in seen:
+            continue
+        seen.add((a[4], b[4]))
+        chosen.append((a, b))
+        if len(chosen) == per_set:
+            break
+    return Targets(
+        ten_k=[path(row) for row in near],
+        ten_k_lines=[row[3] for row in near],
+        largest=path(largest),
+        largest_lines=largest[3],
+        diffs=[f"/diff/{a[0]}-{a[1]}-{a[2]}..{b[0]}-{b[1]}-{b[2]}" for a, b in chosen],
+        diff_lines=[(a[3], b[3]) for a, b in chosen],
+        warmup=path(small),
+    )
+
+
+# -- latency ----------------------------------------------------------------------------------------
+
+
+def measure_latency(db_path: Path, targets: Targets, rounds: int = 3, warm_repeats: int = 10) -> list[dict]:
+    """Cold: the first request for each page in a fresh server (after one small warm-up page).
+    Warm: the same pages again, `warm_repeats` times each. `rounds` fresh servers."""
+    import httpx
+
+    sets = [
+        Latency("snapshot ~10k lines"),
+        Latency("snapshot largest"),
+        Latency("diff adjacent ~10k lines"),
+    ]
+    urls = [targets.ten_k, [targets.largest], targets.diffs]
+    for _ in range(rounds):
+        with serve(db_path) as base, httpx.Client(base_url=base, timeout=120) as client:
+            fetch(client, targets.warmup)
+            fetch(client, f"{targets.warmup}/raw")
+            for latency, paths in zip(sets, urls):
+                for path in paths:
+                    latency.cold.append(fetch(client, path))
+            for latency, paths in zip(sets, urls):
+                for _ in range(warm_repeats if latency.label != "snapshot largest" else warm_repeats * 2):
+                    for path in paths:
+                        latency.warm.append(fetch(client, path))
+    return [latency.summary() for latency in sets]
+
+
+# -- throughput -------------------------------------------------------------------------------------
+
+
+def measure_throughput(db_path: Path, path: str, clients: int = 32, seconds: int = 10,
+                       revalidate: bool = False) -> dict:
+    """Requests per second for one cached page with `clients` concurrent connections, as a browser asks
+    (Accept-Encoding: gzip; with `revalidate`, If-None-Match with the page's ETag, as a browser's
+    reload does). wrk if installed, else httpx's async client."""
+    import httpx
+
+    headers = {"Accept-Encoding": "gzip"}
+    with serve(db_path) as base:
+        with httpx.Client(base_url=base, timeout=120) as client:
+            for _ in range(3):
+                fetch(client, path)  # rendered and cached before the clock starts
+            if revalidate:
+                etag = client.get(path).headers.get("etag")
+                if etag:
+                    headers["If-None-Match"] = etag
+        if shutil.which("wrk"):
+            flags = [arg for name, value in headers.items() for arg in ("-H", f"{name}: {value}")]
+            result = subprocess.run(
+                ["wrk", "-t2", f"-c{clients}", f"-d{seconds}s", "--latency", *flags, f"{base}{path}"],
+                capture_output=True, text=True, check=False,
+            )
+            return {"tool": "wrk", **_parse_wrk(result.stdout), "raw": result.stdout}
+        return _httpx_load(base, path, clients, seconds, headers)
+
+
+def _parse_wrk(text: str) -> dict:
+    def number(pattern: str, default: float = 0.0) -> float:
+        match = re.search(pattern, text)
+        return float(match.group(1)) if match else default
+
+    errors = 0
+    match = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
+    if match:
+        errors += sum(int(group) for group in match.groups())
+    errors += int(number(r"Non-2xx or 3xx responses: (\d+)"))
+
+    def ms(pattern: str) -> float:
+        match = re.search(pattern, text)
+        if not match:
+            return float("nan")
+        value, unit = float(match.group(1)), match.group(2)
+        return value * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+    return {
+        "rps": number(r"Requests/sec:\s+([\d.]+)"),
+        "requests": int(number(r"(\d+) requests in")),
+        "errors": errors,
+        "p50_ms": ms(r"50%\s+([\d.]+)(us|ms|s)"),
+        "p99_ms": ms(r"99%\s+([\d.]+)(us|ms|s)"),
+    }
+
+
+def _httpx_load(base: str, path: str, clients: int, seconds: int, headers: dict) -> dict:
+    import asyncio
+
+    import httpx
+
+    async def run() -> dict:
+        done = errors = 0
+        stop = time.perf_counter() + seconds
+        async with httpx.AsyncClient(base_url=base, timeout=60, limits=httpx.Limits(max_connections=clients)) as client:
+
+            async def worker() -> None:
+                nonlocal done, errors
+                while time.perf_counter() < stop:
+                    try:
+                        response = await client.get(path, headers=headers)
+                        if response.status_code not in (200, 304):
+                            errors += 1
+                    except httpx.HTTPError:
+                        errors += 1
+                    done += 1
+
+            start = time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(clients)))
+            elapsed = time.perf_counter() - start
+        return {"tool": "httpx", "rps": done / elapsed, "requests": done, "errors": errors}
+
+    return asyncio.run(run())
+
+
+# -- browser ----------------------------------------------------------------------------------------
+
+_READY_JS = """() => {
+  const first = document.querySelector('#ir [id^="L"]');
+  if (!first) return null;
+  const r = first.getBoundingClientRect();
+  return r.height > 0 && r.top < window.innerHeight ? true : null;
+}"""
+
+_SCROLL_JS = """async () => {
+  // The IR scrolls inside its pane (or, failing that, the page): scroll it to 60% and check that the
+  // line now in the middle of the pane is painted.
+  const ir = document.getElementById('ir');
+  let box = ir;
+  while (box && box !== document.body && !(box.scrollHeight > box.clientHeight + 1 &&
+         /(auto|scroll)/.test(getComputedStyle(box).overflowY))) box = box.parentElement;
+  if (!box || box === document.body) box = document.scrollingElement;
+  box.scrollTop = box.scrollHeight * 0.6;
+  const rect = box === document.scrollingElement
+    ? {left: 0, top: 0, width: window.innerWidth, height: window.innerHeight} : box.getBoundingClientRect();
+  let line = null, frames = 0;
+  while (frames < 600) {  // up to ~10 s of frames until the line in the middle is painted
+    await new Promise(r => requestAnimationFrame(r));
+    frames++;
+    const hit = document.elementFromPoint(rect.left + rect.width / 2, rect.top + rect.height / 2);
+    line = hit && hit.closest('#ir [id^="L"]');
+    if (line && line.getBoundingClientRect().height > 0) break;
+    line = null;
+  }
+  return {container: box.id || box.tagName, scrolled: Math.round(box.scrollTop), height: box.scrollHeight,
+          line: line ? line.id : null, frames: frames};
+}"""
+
+_PAINT_JS = """() => {
+  const nav = performance.getEntriesByType('navigation')[0] || {};
+  const fcp = performance.getEntriesByName('first-contentful-paint')[0];
+  return {response_end: nav.responseEnd, dom_content_loaded: nav.domContentLoadedEventEnd,
+          load: nav.loadEventEnd, fcp: fcp ? fcp.startTime : null};
+}"""
+
+
+def measure_browser(db_path: Path, path: str, repeats: int = 3) -> dict:
+    """Seconds from navigation start until the largest snapshot's first lines are on screen, and until
+    a scroll to 60% of the page lands on a painted IR line. First visit: the server renders the page
+    cold; later visits: cached in the server, each in a fresh browser context (no browser cache)."""
+    sys.path.insert(0, str(REPO))
+    from tests.browser_support import chromium_available, launch_browser
+
+    if not chromium_available():
+        return {"skipped": "Chromium or Playwright not available"}
+    from playwright.sync_api import sync_playwright
+
+    visits = []
+    with serve(db_path) as base, sync_playwright() as playwright:
+        browser = launch_browser(playwright)
+        try:
+            for attempt in range(repeats + 1):
+                context = browser.new_context(viewport={"width": 1400, "height": 900})
+                page = context.new_page()
+                start = time.perf_counter()
+                page.goto(base + path, wait_until="commit", timeout=120_000)
+                page.wait_for_function(_READY_JS, timeout=120_000, polling="raf")
+                visible = time.perf_counter() - start
+                # Scrollable: every line is in the document (DOMContentLoaded), and a scroll to 60% of
+                # the IR lands on a painted line.
+                page.wait_for_load_state("domcontentloaded", timeout=120_000)
+                scroll = page.evaluate(_SCROLL_JS)
+                scrollable = time.perf_counter() - start
+                page.wait_for_load_state("load")
+                timings = page.evaluate(_PAINT_JS)
+                visits.append({"cold": attempt == 0, "visible_s": visible, "scrollable_s": scrollable,
+                               "scroll": scroll, **timings})
+                context.close()
+        finally:
+            browser.close()
+    warm = [visit for visit in visits if not visit["cold"]]
+    return {
+        "visits": visits,
+        "cold_scrollable_s": visits[0]["scrollable_s"],
+        "warm_visible_p50_s": statistics.median(v["visible_s"] for v in warm),
+        "warm_scrollable_p50_s": statistics.median(v["scrollable_s"] for v in warm),
+    }
