@@ -71,3 +71,13 @@ class Settings(BaseSettings):
         if self.db_url:
             return self.db_url
         return f"sqlite:///{(self.data_dir / 'irlens.db').resolve()}"
+
+
+def settings_table() -> str:
+    """The README's settings table, generated from the fields above (a test keeps them in step)."""
+    rows = ["| environment variable | default | description |", "|---|---|---|"]
+    for name, field in Settings.model_fields.items():
+        default = field.default
+        shown = f"`{default}`" if default not in (None, "") else "(none)"
+        rows.append(f"| `IRLENS_{name.upper()}` | {shown} | {field.description} |")
+    return "\n".join(rows)
