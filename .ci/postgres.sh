@@ -27,8 +27,11 @@ case "${1:-}" in
     echo "postgresql+psycopg://postgres@127.0.0.1:$PG_PORT/$PG_DB"
     ;;
   stop)
+    # A postmaster.pid can outlive its server (a machine image taken after the server was killed):
+    # pg_ctl then fails with "could not send stop signal", and there is nothing left to stop.
     if [ -f "$PG_DIR/data/postmaster.pid" ]; then
-      as_pg "$BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null
+      as_pg "$BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null 2>&1 \
+        || echo "postgres.sh: no server was running for $PG_DIR (stale postmaster.pid)" >&2
     fi
     rm -rf "$PG_DIR"
     ;;

@@ -5,16 +5,16 @@ Set IRLENS_TEST_DB_URL to run the suite against PostgreSQL; the default is a SQL
 
 from __future__ import annotations
 
+import itertools
 import os
 import tarfile
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import make_url, text
 
 from app.db import Database, make_engine
 from app.ingest import Ingest
-from app.models import Base
 from app.queries import run_summary
 from app.urls import Urls
 
@@ -50,15 +50,23 @@ def unpacked_corpus(tmp_path_factory) -> Path:
 
 
 def fresh_db_url(tmp_path: Path) -> str:
+    """An empty database: a SQLite file under tmp_path, or with IRLENS_TEST_DB_URL a new PostgreSQL
+    database beside the one named there. A database of its own per caller, so a module's fixture
+    and a test's keep each other's rows (dropping shared tables broke module-scoped fixtures)."""
     url = os.environ.get("IRLENS_TEST_DB_URL")
     if not url:
         return f"sqlite:///{tmp_path / 'irlens.db'}"
+    base = make_url(url)
+    name = f"{base.database}_{next(_DATABASES)}_{os.getpid()}"
     engine = make_engine(url)
-    with engine.begin() as connection:
-        Base.metadata.drop_all(connection)
-        connection.execute(text("DROP TABLE IF EXISTS alembic_version"))
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
     engine.dispose()
-    return url
+    return base.set(database=name).render_as_string(hide_password=False)
+
+
+_DATABASES = itertools.count(1)
 
 
 @pytest.fixture
