@@ -262,7 +262,7 @@ class Ingest:
         start = self.bytes_read
         replaced = 0
 
-        def process(record, digest: str | None) -> None:  # noqa: ANN001
+        def process(record, digest: str | None) -> None:
             nonlocal replaced
             kind = type(record)
             if kind is Dump:
@@ -382,10 +382,11 @@ class Ingest:
                     artifact_rows.append(dict(compilation_pk=row.pk, **artifact))
             for report_index, report in enumerate(timings.get(id(record), [])):
                 for entry in report.entries:
-                    timing_rows.append(
-                        dict(compilation_pk=row.pk, report=report_index, name=entry.name, depth=entry.depth,
-                             wall=entry.wall, percent=entry.percent, analysis=entry.analysis)
-                    )
+                    timing_rows.append({
+                        "compilation_pk": row.pk, "report": report_index, "name": entry.name,
+                        "depth": entry.depth, "wall": entry.wall, "percent": entry.percent,
+                        "analysis": entry.analysis,
+                    })
         insert_rows(self.session, Snapshot.__table__, _SNAPSHOT_COLUMNS, snapshot_rows)
         batches = ((Artifact, artifact_rows), (Timing, timing_rows), (Source, self.source_rows))
         for model, batch in batches:

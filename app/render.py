@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 import zlib
 from collections import Counter, OrderedDict
@@ -54,10 +55,13 @@ from parsers.loc import LineLocs, SourceLoc, resolve
 
 __all__ = [
     "LARGE_SNAPSHOT_LINES",
+    "PAGE_LINES",
     "PALETTE_SIZE",
     "RENDER_VERSION",
+    "Analysis",
     "Rendered",
     "RenderedSource",
+    "analyse_ir",
     "artifact_kind",
     "blob_reader",
     "cache_headers",
@@ -66,6 +70,7 @@ __all__ = [
     "layout_dict",
     "line_colour",
     "ops_counts",
+    "page_lines",
     "render_ir",
     "render_python",
     "snapshot_kind",
@@ -77,6 +82,11 @@ RENDER_VERSION = "3"
 PALETTE_SIZE = 12  # --hl-1 .. --hl-12 in static/app.css
 LARGE_SNAPSHOT_LINES = 5000  # above this, lines are grouped in chunks painted lazily
 CHUNK_LINES = 250
+PAGE_LINES = 500  # a page shows this many lines at first; the rest load as it scrolls
+# Lexers that return to their root state at every newline, so a page of lines lexes on its own
+# (tests/test_highlight.py checks MLIR's; page-by-page renders of every corpus text of these kinds
+# equal whole-text ones). The AMDGCN lexer is not: its texts are lexed whole, then cut into pages.
+_LINE_LOCAL_KINDS = frozenset({"mlir", "llvm", "ptx", "json", "text"})
 
 # Texts for pages are read through this reader; it keeps only a couple of texts, since the
 # rendered results are what is cached (a snapshot can be megabytes).
@@ -336,11 +346,13 @@ _RENDERED = _SizedLRU(max_bytes=384 << 20, max_items=512)
 _SOURCES = _SizedLRU(max_bytes=32 << 20, max_items=256)
 _OPS = _SizedLRU(max_bytes=16 << 20, max_items=100_000)
 _INDEXES = _SizedLRU(max_bytes=64 << 20, max_items=4096)
+_ANALYSES = _SizedLRU(max_bytes=256 << 20, max_items=1024)
+_PAGES = _SizedLRU(max_bytes=384 << 20, max_items=8192)
 
 
 def clear_caches() -> None:
     """Forget every cached result (tests use this to time a cold render)."""
-    for cache in (_RENDERED, _SOURCES, _OPS, _INDEXES):
+    for cache in (_RENDERED, _SOURCES, _OPS, _INDEXES, _ANALYSES, _PAGES):
         cache.clear()
     _LEXERS.clear()
 
@@ -351,23 +363,83 @@ TextLoader = Callable[[], str | None]
 def render_ir(
     digest: str, kind: str, load_text: TextLoader, debug_info: tuple[str, TextLoader] | None = None
 ) -> Rendered:
-    """The rendered text of blob ``digest`` as ``kind`` ("mlir", "llvm", "ptx"...), cached.
+    """The rendered text of blob ``digest`` as ``kind`` ("mlir", "llvm", "ptx"...), every line, cached.
 
     ``debug_info`` is (hash, loader) of another LLVM IR text whose ``!DILocation`` metadata
     this one's ``!dbg !N`` references use: LLVM's function-scope pass dumps print a function
     without the module's metadata, which the compilation's latest module dump before it has.
+    Pages use :func:`analyse_ir` and :func:`page_lines` instead, which mark up only what is shown.
     """
     key = (digest, kind, debug_info[0] if debug_info else None)
     cached = _RENDERED.get(key)
+    if cached is not None:
+        return cached
+    analysis = analyse_ir(digest, kind, load_text, debug_info)
+    html_lines: list[str] = []
+    loc_tokens = 0
+    for page in range(analysis.page_count):
+        lines, tokens = _page(analysis, page)
+        html_lines.extend(lines)
+        loc_tokens += tokens
+    rendered = _rendered_from(analysis, html_lines, loc_tokens)
+    _RENDERED.put(key, rendered, rendered.size)
+    return rendered
+
+
+def analyse_ir(
+    digest: str, kind: str, load_text: TextLoader, debug_info: tuple[str, TextLoader] | None = None
+) -> Analysis:
+    """Everything but the line markup of blob ``digest`` as ``kind``, cached (see :class:`Analysis`)."""
+    key = (digest, kind, debug_info[0] if debug_info else None)
+    cached = _ANALYSES.get(key)
     if cached is not None:
         return cached
     text = load_text() or ""
     if kind == "json":
         text = _pretty_json(text)
     context = (debug_info[1]() or "") if debug_info else None
-    rendered = _render(text, kind, context)
-    _RENDERED.put(key, rendered, rendered.size)
-    return rendered
+    analysis = _analyse(key, text, kind, context)
+    _ANALYSES.put(key, analysis, analysis.size)
+    return analysis
+
+
+def _page(analysis: Analysis, page: int) -> tuple[list[str], int]:
+    """Page ``page`` (0-based, :attr:`Analysis.page_lines` lines) marked up, cached per blob."""
+    key = (*analysis.key, page)
+    cached = _PAGES.get(key)
+    if cached is not None:
+        return cached
+    start = page * analysis.page_lines
+    result = _mark_up(analysis, start, min(start + analysis.page_lines, analysis.line_count))
+    _PAGES.put(key, result, sum(len(line) for line in result[0]) + 120 * len(result[0]))
+    return result
+
+
+def page_lines(analysis: Analysis, start: int, count: int) -> list[str]:
+    """The HTML of lines ``start`` .. ``start + count`` (0-based), from the cached pages."""
+    end = min(analysis.line_count, start + max(0, count))
+    start = max(0, start)
+    if start >= end:
+        return []
+    size = analysis.page_lines
+    lines: list[str] = []
+    for page in range(start // size, (end - 1) // size + 1):
+        page_html, _ = _page(analysis, page)
+        first = page * size
+        lines.extend(page_html[max(0, start - first) : end - first])
+    return lines
+
+
+def group_chunks(lines: list[str], large: bool) -> str:
+    """Lines joined, in ``.chunk`` blocks of CHUNK_LINES when the text is large (painted lazily)."""
+    if not large:
+        return "".join(lines)
+    return "".join(
+        f'<div class="chunk" style="contain-intrinsic-size: auto {len(lines[i : i + CHUNK_LINES]) * 19}px">'
+        + "".join(lines[i : i + CHUNK_LINES])
+        + "</div>"
+        for i in range(0, len(lines), CHUNK_LINES)
+    )
 
 
 def needs_debug_info(text: str) -> bool:
@@ -400,7 +472,12 @@ def ops_counts(digest: str, load_text: TextLoader) -> dict[str, int]:
     cached = _OPS.get(key)
     if cached is not None:
         return cached
-    rendered = _RENDERED.get((digest, "mlir", None)) or _RENDERED.get((digest, "llvm", None))
+    rendered = (
+        _ANALYSES.get((digest, "mlir", None))
+        or _ANALYSES.get((digest, "llvm", None))
+        or _RENDERED.get((digest, "mlir", None))
+        or _RENDERED.get((digest, "llvm", None))
+    )
     counts = dict(rendered.ops) if rendered is not None else count_groups(load_text() or "")
     _OPS.put(key, counts, 64 * len(counts) + 64)
     return counts
@@ -409,7 +486,7 @@ def ops_counts(digest: str, load_text: TextLoader) -> dict[str, int]:
 def source_index(digest: str, kind: str, load_text: TextLoader) -> SourceIndex:
     """The (file, line) -> IR lines index of a blob, from its render when cached, else from
     its locations alone (no highlighting), cached by hash."""
-    rendered = _RENDERED.get((digest, kind, None))
+    rendered = _ANALYSES.get((digest, kind, None)) or _RENDERED.get((digest, kind, None))
     if rendered is not None:
         return _index_of(rendered.by_source)
     key = (digest, kind, "index")
@@ -443,6 +520,8 @@ def cache_stats() -> dict[str, dict[str, int]]:
             ("sources", _SOURCES),
             ("ops", _OPS),
             ("indexes", _INDEXES),
+            ("analyses", _ANALYSES),
+            ("pages", _PAGES),
         )
     }
 
@@ -478,6 +557,7 @@ def _build_digest() -> str:
 
 
 _BUILD = _build_digest()
+BUILD = _BUILD  # the code version, part of every ETag and page-cache key
 
 
 def etag(digest: str, variant: str = "") -> str:
@@ -513,12 +593,87 @@ class _Decorations:
     encoding_keys: dict[str, str] = field(default_factory=dict)  # encoding text -> key
 
 
-def _render(text: str, kind: str, debug_context: str | None = None) -> Rendered:
-    token_lines = _token_lines(text, _cached_lexer(kind))
+@dataclass
+class Analysis:
+    """What a page needs of a whole text, without its line markup: locations, layouts, inline
+    encodings, hardware ops. Cheap next to highlighting (no lexing), computed once per blob;
+    the lines themselves are marked up page by page (:func:`page_lines`)."""
+
+    key: tuple
+    kind: str
+    raw_lines: list[str]
+    locs: list[SourceLoc | None]  # primary frame per line
+    gutters: list[tuple[str, str] | None]  # (label, escaped title) per located line
+    loc_files: list[str]
+    file_index: dict[str, int]
+    by_source: dict[tuple[str, int], list[int]]
+    decorations: _Decorations
+    line_groups: list[tuple[str, ...]]  # hardware-op groups per line
+    ops: dict[str, int]
+    op_lines: dict[str, int]
+    loc_lines: int
+    loc_tokens: int  # location tokens, counted from the text (the loc toggle shows when > 0)
+    size: int = 0
+
+    @property
+    def line_count(self) -> int:
+        return len(self.raw_lines)
+
+    @property
+    def large(self) -> bool:
+        return len(self.raw_lines) > LARGE_SNAPSHOT_LINES
+
+    @property
+    def layouts(self) -> dict[str, Layout]:
+        return self.decorations.layouts
+
+    @property
+    def layout_colours(self) -> dict[str, int]:
+        return self.decorations.layout_colours
+
+    @property
+    def encodings(self) -> dict[str, Layout]:
+        return self.decorations.encodings
+
+    @property
+    def page_lines(self) -> int:
+        """Lines per page: the unit lexed and cached together (the whole text when its lexer is
+        not line-local)."""
+        return PAGE_LINES if self.kind in _LINE_LOCAL_KINDS else max(1, len(self.raw_lines))
+
+    @property
+    def page_count(self) -> int:
+        return -(-len(self.raw_lines) // self.page_lines) if self.raw_lines else 0
+
+    def py_keys(self) -> list[str | None]:
+        """data-py of every line ("F:L", or None), for the page's script."""
+        index = self.file_index
+        return [None if loc is None else f"{index[loc.file]}:{loc.line}" for loc in self.locs]
+
+    def group_lines(self) -> dict[str, list[int]]:
+        """1-based lines per hardware-op group."""
+        lines: dict[str, list[int]] = {}
+        for number, groups in enumerate(self.line_groups, start=1):
+            for key in groups:
+                lines.setdefault(key, []).append(number)
+        return lines
+
+    def locs_json(self) -> list[dict[str, Any] | None]:
+        return [
+            None if loc is None else {"file": loc.file, "line": loc.line, "col": loc.col} for loc in self.locs
+        ]
+
+    def layouts_json(self) -> dict[str, dict[str, Any]]:
+        return {alias: layout_dict(layout) for alias, layout in self.layouts.items()}
+
+
+_ENCODING_HEAD = re.compile(r"#(?:ttg|triton_gpu|ttng|triton_nvidia_gpu|gluon|amdg|amdgpu)\.")
+
+
+def _analyse(key: tuple, text: str, kind: str, debug_context: str | None = None) -> Analysis:
     raw_lines = text.split("\n")
     if len(raw_lines) > 1 and raw_lines[-1] == "":  # the newline ending the last line
         raw_lines.pop()
-        token_lines = token_lines[: len(raw_lines)]
 
     loc_kind = _loc_kind(kind)
     line_locs: list[LineLocs] = []
@@ -542,44 +697,120 @@ def _render(text: str, kind: str, debug_context: str | None = None) -> Rendered:
             decorations.layout_colours[alias] = number % PALETTE_SIZE + 1
             if layout.line is not None:
                 decorations.layout_lines[layout.line] = alias
+        # inline encodings, in text order: keys e1, e2... must not depend on which page is lexed first
+        line_start, index = 0, 0
+        for match in _ENCODING_HEAD.finditer(text):
+            position = match.start()
+            if position and (text[position - 1].isalnum() or text[position - 1] in "_.$#-"):
+                continue  # the middle of a longer name
+            index += text.count("\n", line_start, position)
+            line_start = text.rfind("\n", 0, position) + 1
+            if index < len(raw_lines) and (index + 1) not in decorations.layout_lines:
+                _encoding_key(raw_lines[index], position - line_start, decorations, create=True)
 
     op_lines = dict.fromkeys((group.key for group in GROUPS), 0)
     by_source: dict[tuple[str, int], list[int]] = {}
-    html_lines: list[str] = []
-    previous_gutter = ""
+    gutters: list[tuple[str, str] | None] = []
+    line_groups: list[tuple[str, ...]] = []
     loc_lines = 0
-    loc_tokens = 0
+    empty: tuple[str, ...] = ()
     for index, raw in enumerate(raw_lines):
+        groups = tuple(classify_line(raw)) if raw else empty
+        for group in groups:
+            op_lines[group] += 1
+        line_groups.append(groups or empty)
+        primary = primaries[index]
+        if primary is None:
+            gutters.append(None)
+            continue
+        loc_lines += 1
+        by_source.setdefault((primary.file, primary.line), []).append(index + 1)
+        frames = line_locs[index].frames
+        title = " ← ".join(
+            f"{frame.file}:{frame.line}" + (f":{frame.col}" if frame.col else "") for frame in frames
+        )
+        name = line_locs[index].name
+        if name:
+            title = f"{name} @ {title}"
+        gutters.append((f"{basename(primary.file)}:{primary.line}", _attr(title)))
+
+    if kind == "mlir":
+        loc_tokens = text.count("loc(") + text.count("loc  (")
+    elif kind == "ptx":
+        loc_tokens = text.count(".loc") + text.count(".file")
+    else:
+        loc_tokens = 0
+    ops = count_groups(text) if kind in ("mlir", "llvm") else dict.fromkeys(op_lines, 0)
+    size = len(text) + 200 * len(raw_lines)
+    return Analysis(
+        key=key,
+        kind=kind,
+        raw_lines=raw_lines,
+        locs=primaries,
+        gutters=gutters,
+        loc_files=loc_files,
+        file_index=file_index,
+        by_source=by_source,
+        decorations=decorations,
+        line_groups=line_groups,
+        ops=ops,
+        op_lines=op_lines,
+        loc_lines=loc_lines,
+        loc_tokens=loc_tokens,
+        size=size,
+    )
+
+
+def _gutter_before(analysis: Analysis, start: int) -> str:
+    """The gutter label in force before 0-based line ``start`` (whether line ``start`` repeats
+    it): the last located line before it, looking past blank and location-only lines."""
+    lexer = _cached_lexer(analysis.kind)
+    for index in range(start - 1, max(-1, start - 400), -1):
+        gutter = analysis.gutters[index]
+        if gutter is not None:
+            return gutter[0]
+        raw = analysis.raw_lines[index]
+        if not raw.strip():
+            continue
+        _, loc_only = _line_code(_token_lines(raw, lexer)[0], raw, analysis.decorations, index + 1)
+        if not loc_only:
+            return ""
+    return ""
+
+
+def _mark_up(analysis: Analysis, start: int, end: int) -> tuple[list[str], int]:
+    """Lines ``start``..``end`` (0-based, end excluded) as HTML, and their location tokens."""
+    raw_lines = analysis.raw_lines
+    if analysis.page_lines >= len(raw_lines):
+        token_lines = _token_lines("\n".join(raw_lines), _cached_lexer(analysis.kind))[start:end]
+    else:  # line-local lexer: a page lexes on its own
+        token_lines = _token_lines("\n".join(raw_lines[start:end]), _cached_lexer(analysis.kind))
+    decorations = analysis.decorations
+    file_index = analysis.file_index
+    previous_gutter = _gutter_before(analysis, start) if start else ""
+    html_lines: list[str] = []
+    loc_tokens = 0
+    for offset, raw in enumerate(raw_lines[start:end]):
+        index = start + offset
         number = index + 1
-        tokens = token_lines[index] if index < len(token_lines) else []
+        tokens = token_lines[offset] if offset < len(token_lines) else []
         code, loc_only = _line_code(tokens, raw, decorations, number)
         if 'class="lc"' in code:
             loc_tokens += code.count('class="lc"')
-        classes = ["ln"]
+        classes = "ln"
         if loc_only:
-            classes.append("locdef")
-        groups = classify_line(raw) if raw else []
+            classes += " locdef"
+        groups = analysis.line_groups[index]
         for key in groups:
-            op_lines[key] += 1
-            classes.append(f"o-{key}")
-        primary = primaries[index]
+            classes += f" o-{key}"
+        primary = analysis.locs[index]
         attrs = ""
-        gutter = ""
         if primary is not None:
-            loc_lines += 1
-            by_source.setdefault((primary.file, primary.line), []).append(number)
-            classes.append(f"hl{line_colour(primary.file, primary.line)}")
+            classes += f" hl{line_colour(primary.file, primary.line)}"
             attrs = f' data-py="{file_index[primary.file]}:{primary.line}"'
-            label = f"{basename(primary.file)}:{primary.line}"
-            frames = line_locs[index].frames
-            title = " ← ".join(
-                f"{frame.file}:{frame.line}" + (f":{frame.col}" if frame.col else "") for frame in frames
-            )
-            name = line_locs[index].name
-            if name:
-                title = f"{name} @ {title}"
+            label, title = analysis.gutters[index]  # type: ignore[misc]
             same = " same" if label == previous_gutter else ""
-            gutter = f'<span class="gtr{same}" title="{_attr(title)}">{_escape(label)}</span>'
+            gutter = f'<span class="gtr{same}" title="{title}">{_escape(label)}</span>'
             previous_gutter = label
         else:
             gutter = '<span class="gtr"></span>'
@@ -587,25 +818,40 @@ def _render(text: str, kind: str, debug_context: str | None = None) -> Rendered:
                 previous_gutter = ""
         markers = "".join(f'<i class="hw-{key}"></i>' for key in groups)
         html_lines.append(
-            f'<div class="{" ".join(classes)}" id="L{number}"{attrs}>'
+            f'<div class="{classes}" id="L{number}"{attrs}>'
             f'<a class="nr" href="#L{number}">{number}</a>{gutter}'
             f'<span class="mk">{markers}</span><span class="code">{code}</span></div>'
         )
+    return html_lines, loc_tokens
 
-    ops = count_groups(text) if kind in ("mlir", "llvm") else dict.fromkeys(op_lines, 0)
+
+def _render(text: str, kind: str, debug_context: str | None = None) -> Rendered:
+    """The whole text rendered at once (tests, and callers wanting every line)."""
+    analysis = _analyse(("inline", kind), text, kind, debug_context)
+    html_lines: list[str] = []
+    loc_tokens = 0
+    step = analysis.page_lines
+    for start in range(0, analysis.line_count, step):
+        lines, tokens = _mark_up(analysis, start, min(start + step, analysis.line_count))
+        html_lines.extend(lines)
+        loc_tokens += tokens
+    return _rendered_from(analysis, html_lines, loc_tokens)
+
+
+def _rendered_from(analysis: Analysis, html_lines: list[str], loc_tokens: int) -> Rendered:
     size = sum(len(line) for line in html_lines) + 120 * len(html_lines)
     return Rendered(
-        kind=kind,
+        kind=analysis.kind,
         lines=html_lines,
-        locs=primaries,
-        loc_files=loc_files,
-        by_source=by_source,
-        layouts=decorations.layouts,
-        layout_colours=decorations.layout_colours,
-        encodings=decorations.encodings,
-        ops=ops,
-        op_lines=op_lines,
-        loc_lines=loc_lines,
+        locs=analysis.locs,
+        loc_files=analysis.loc_files,
+        by_source=analysis.by_source,
+        layouts=analysis.layouts,
+        layout_colours=analysis.layout_colours,
+        encodings=analysis.encodings,
+        ops=analysis.ops,
+        op_lines=analysis.op_lines,
+        loc_lines=analysis.loc_lines,
         loc_tokens=loc_tokens,
         size=size,
     )
@@ -677,13 +923,14 @@ def _line_code(
     return "".join(parts), has_loc and not has_other
 
 
-def _encoding_key(raw: str, start: int, decorations: _Decorations) -> str | None:
-    """The key of the inline encoding starting at ``raw[start]``, explained once per text."""
+def _encoding_key(raw: str, start: int, decorations: _Decorations, create: bool = False) -> str | None:
+    """The key of the inline encoding starting at ``raw[start]``, explained once per text (by
+    :func:`_analyse`, which finds them all first; the line loop only looks keys up)."""
     encoding = read_encoding(raw, start)
     if not encoding:
         return None
     key = decorations.encoding_keys.get(encoding)
-    if key is None:
+    if key is None and create:
         layout = explain_encoding(encoding, aliases=decorations.layouts)  # never raises on odd input
         key = f"e{len(decorations.encodings) + 1}"
         decorations.encoding_keys[encoding] = key

@@ -50,6 +50,13 @@ class Urls:
     def snapshot_raw(self, run_id: str, ordinal: int, index: int) -> str:
         return self.snapshot(run_id, ordinal, index) + "/raw"
 
+    def snapshot_lines(self, run_id: str, ordinal: int, index: int, start: int, count: int) -> str:
+        """An HTML fragment: lines ``start + 1`` .. ``start + count`` of a snapshot, marked up."""
+        return self.snapshot(run_id, ordinal, index) + f"/lines?start={start}&count={count}"
+
+    def artifact_lines(self, run_id: str, ordinal: int, artifact_pk: int, start: int, count: int) -> str:
+        return self.artifact_view(run_id, ordinal, artifact_pk) + f"/lines?start={start}&count={count}"
+
     def artifact(self, run_id: str, ordinal: int, artifact_pk: int) -> str:
         return self.path(f"/runs/{run_id}/c/{ordinal}/files/{artifact_pk}")
 

@@ -89,7 +89,7 @@ def _extract_logs(where: Path) -> list[tuple[Path, list[str]]]:
     return [(path, kernels) for path, kernels in logs if path.exists()]
 
 
-def _write_copy(out, path: Path, pattern: re.Pattern | None, suffix: bytes) -> int:  # noqa: ANN001
+def _write_copy(out, path: Path, pattern: re.Pattern | None, suffix: bytes) -> int:
     written = 0
     replacement = rb"@\1" + suffix
     with open(path, "rb") as source:

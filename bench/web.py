@@ -32,11 +32,16 @@ def _free_port() -> int:
 @contextlib.contextmanager
 def serve(db_path: Path) -> Iterator[str]:
     """`irlens serve` on a free port, one worker (the default); yields its base URL."""
-    import httpx
 
     port = _free_port()
     env = {**os.environ, "IRLENS_LOAD_DEMO": "false", "IRLENS_DATA_DIR": str(db_path.parent)}
-    log = tempfile.TemporaryFile()
+    with tempfile.TemporaryFile() as log:
+        yield from _serve(db_path, port, env, log)
+
+
+def _serve(db_path: Path, port: int, env: dict, log) -> Iterator[str]:
+    import httpx
+
     process = subprocess.Popen(
         [IRLENS, "serve", "--db", f"sqlite:///{db_path}", "--host", "127.0.0.1", "--port", str(port)],
         cwd=REPO, env=env, stdout=log, stderr=log,
@@ -64,7 +69,6 @@ def serve(db_path: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-        log.close()
 
 
 @dataclass
@@ -75,7 +79,7 @@ class Sample:
     size: int
 
 
-def fetch(client, url: str) -> Sample:  # noqa: ANN001
+def fetch(client, url: str) -> Sample:
     start = time.perf_counter()
     with client.stream("GET", url) as response:
         ttfb = time.perf_counter() - start
@@ -136,7 +140,7 @@ def pick_targets(db_path: Path, per_set: int = 8) -> Targets:
                order by s.line_count desc"""
         ).fetchall()
 
-    def path(row) -> str:  # noqa: ANN001
+    def path(row) -> str:
         return f"/runs/{row[0]}/c/{row[1]}/s/{row[2]}"
 
     by_blob: dict[str, tuple] = {}

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 from parsers.records import Dump, DumpHeader
 
+# What kernel_of looks for (the specification; running these over whole bodies was a quarter of the
+# ingest's time, see bench/NOTES.md, so kernel_of finds the literal head first).
 _KERNEL_TT = re.compile(rb"^\s*tt\.func public @([^\s(]+)\(", re.MULTILINE)
 _KERNEL_LLVM = re.compile(rb"^\s*llvm\.func @([^\s(]+)\(([^\n]*)", re.MULTILINE)
 _TARGET = re.compile(rb'ttg\.target = "([^"]+)"|triton_gpu\.target = "([^"]+)"')
@@ -65,8 +67,8 @@ def kernel_of(body: bytes) -> str | None:
 
 
 class _BodyFacts:
-    """kernel_of and line counts of the last few bodies, by identity: the log scanner hands out the
-    same bytes object again for a body equal to a recent one (an unchanged pass)."""
+    """kernel_of of the last few bodies, by identity: the log scanner hands out the same bytes object
+    again for a body equal to a recent one (an unchanged pass)."""
 
     def __init__(self, size: int = 16) -> None:
         self.size = size
@@ -115,13 +117,13 @@ class SnapshotRecord:
 class _Interned:
     """Distinct values (headers, stages, blob hashes) by number, shared by a log's compilations."""
 
-    __slots__ = ("values", "numbers")
+    __slots__ = ("numbers", "values")
 
     def __init__(self) -> None:
         self.values: list = []
         self.numbers: dict = {}  # value (or id(value) for headers) -> number
 
-    def number(self, value, key=None) -> int:  # noqa: ANN001
+    def number(self, value, key=None) -> int:
         key = value if key is None else key
         number = self.numbers.get(key)
         if number is None:
@@ -135,7 +137,7 @@ class SnapshotList:
     SnapshotRecord objects take a few hundred: a 2 GB log has 60,000 snapshots). Reads like a list of
     SnapshotRecord: len, index, iterate, append."""
 
-    __slots__ = ("_tables", "_columns")
+    __slots__ = ("_columns", "_tables")
 
     def __init__(self, tables: tuple[_Interned, _Interned, _Interned] | None = None) -> None:
         self._tables = tables or (_Interned(), _Interned(), _Interned())  # headers, blobs, stages
@@ -236,11 +238,13 @@ class CompilationGrouper:
             kernel = self._facts.kernel(dump.body)
             compilation = self._open.get(kernel) if kernel else self._current
             current = self._current
-            if compilation is None and current is not None and current.kernel:
-                # Pipeliner-internal dumps ignore the kernel filter; like the corpus counts, they go
-                # to the compilation in progress when no dumped kernel of theirs is open.
-                if header.kind == "internal" or b"@" + current.kernel.encode() + b"(" in dump.body:
-                    compilation, kernel = current, current.kernel
+            # Pipeliner-internal dumps ignore the kernel filter; like the corpus counts, they go to
+            # the compilation in progress when no dumped kernel of theirs is open.
+            if (
+                compilation is None and current is not None and current.kernel
+                and (header.kind == "internal" or b"@" + current.kernel.encode() + b"(" in dump.body)
+            ):
+                compilation, kernel = current, current.kernel
             previous = compilation.last_pass if compilation else None
             if starts_compilation(header, previous):
                 compilation = CompilationRecord(

@@ -3,6 +3,9 @@
  * Everything here enhances server-rendered HTML: links, anchors and ?loc=1 style toggles work
  * without it. Markup (see app/render.py): #ir > .ln#L{n}[data-py="F:L"] > a.nr, .gtr, .mk, .code;
  * the Python pane: .src-file[data-file=F][data-path] > .src > .pl[data-l=L].
+ * A long text arrives in parts: the page holds its first lines and one .part.pending[data-start,
+ * data-count, data-url] placeholder per later part, fetched when scrolled near (or when a link,
+ * a Python line or an op filter needs its lines); #ir-data holds every line's data-py and op groups.
  */
 (function () {
   "use strict";
@@ -76,6 +79,53 @@
     const help = document.getElementById("help");
     if (!ir) return;
 
+    /* parts of a long text not loaded yet */
+    const dataElement = document.getElementById("ir-data");
+    const irData = dataElement ? JSON.parse(dataElement.textContent) : null;
+    const loads = new Map(); /* placeholder -> promise */
+    const loadedHooks = [];
+    function pendingParts() { return Array.from(ir.querySelectorAll(".part.pending")); }
+    function loadPart(placeholder) {
+      if (loads.has(placeholder)) return loads.get(placeholder);
+      const promise = fetch(placeholder.dataset.url, { headers: { "HX-Request": "true" } })
+        .then(function (response) {
+          if (!response.ok) throw new Error("HTTP " + response.status);
+          return response.text();
+        })
+        .then(function (html) {
+          const part = document.createElement("div");
+          part.className = "part";
+          part.dataset.start = placeholder.dataset.start;
+          part.innerHTML = html; /* escaped by the server's renderer */
+          if (observer) observer.unobserve(placeholder);
+          placeholder.replaceWith(part);
+          loadedHooks.forEach(function (hook) { hook(part); });
+          return part;
+        })
+        .catch(function (error) {
+          loads.delete(placeholder);
+          throw error;
+        });
+      loads.set(placeholder, promise);
+      return promise;
+    }
+    /* resolves once lines from..to (1-based) are in the page */
+    function ensureLines(from, to) {
+      const wanted = pendingParts().filter(function (placeholder) {
+        const start = parseInt(placeholder.dataset.start, 10);
+        const count = parseInt(placeholder.dataset.count, 10);
+        return start < to && start + count >= from;
+      });
+      return Promise.all(wanted.map(loadPart));
+    }
+    function ensureAll() { return Promise.all(pendingParts().map(loadPart)); }
+    const observer = "IntersectionObserver" in window && irData
+      ? new IntersectionObserver(function (entries) {
+          entries.forEach(function (entry) { if (entry.isIntersecting) loadPart(entry.target).catch(function () {}); });
+        }, { root: irPane, rootMargin: "3000px 0px" })
+      : null;
+    if (observer) pendingParts().forEach(function (placeholder) { observer.observe(placeholder); });
+
     /* display toggles, remembered unless the URL asked for a state */
     const toggles = Array.from(page.querySelectorAll(".toggle-btn[data-toggle]"));
     const prefs = readJSON(PREFS_KEY, {});
@@ -133,16 +183,32 @@
         selected[0].scrollIntoView({ block: selected.length > 20 ? "start" : "center" });
       }
     }
+    let selectedRange = null;
     function fromHash(scroll) {
       const match = /^#L(\d+)(?:-L?(\d+))?$/.exec(window.location.hash);
-      if (!match) return;
+      if (!match) return Promise.resolve();
       const from = parseInt(match[1], 10);
       const to = match[2] ? parseInt(match[2], 10) : from;
       anchorLine = from;
-      select(from, to, scroll);
+      selectedRange = [Math.min(from, to), Math.max(from, to)];
+      select(from, to, false);
+      return ensureLines(Math.min(from, to), Math.max(from, to)).then(function () {
+        if (anchorLine === from) select(from, to, scroll);
+      }, function () {});
     }
     window.addEventListener("hashchange", function () { fromHash(true); });
-    fromHash(true);
+    const linked = fromHash(true);
+    /* a selected range spanning a part that loads later gets its lines too */
+    loadedHooks.push(function (part) {
+      if (!selectedRange) return;
+      part.querySelectorAll(".ln").forEach(function (element) {
+        const number = parseInt(element.id.slice(1), 10);
+        if (number >= selectedRange[0] && number <= selectedRange[1] && !element.classList.contains("sel")) {
+          element.classList.add("sel");
+          selected.push(element);
+        }
+      });
+    });
 
     ir.addEventListener("click", function (event) {
       const number = event.target.closest("a.nr");
@@ -154,9 +220,11 @@
           select(anchorLine, current, false);
           const low = Math.min(anchorLine, current);
           const high = Math.max(anchorLine, current);
+          selectedRange = [low, high];
           history.replaceState(null, "", low === high ? "#L" + low : "#L" + low + "-L" + high);
         } else {
           anchorLine = current;
+          selectedRange = [current, current];
           select(current, current, false);
           history.replaceState(null, "", "#L" + current);
         }
@@ -173,11 +241,13 @@
 
     /* IR line -> Python line, Python line -> IR lines */
     let hits = [];
+    let hitKey = null; /* the data-py whose lines are marked, in parts loaded later too */
     let pythonSelected = null;
     const everyPass = document.getElementById("every-pass");
     function clearHits() {
       hits.forEach(function (element) { element.classList.remove("hit"); });
       hits = [];
+      hitKey = null;
       if (pythonSelected) pythonSelected.classList.remove("sel");
       pythonSelected = null;
     }
@@ -217,11 +287,20 @@
       }
       return element;
     }
-    function markIR(key) {
-      ir.querySelectorAll('.ln[data-py="' + key + '"]').forEach(function (element) {
+    function markIR(key, root) {
+      hitKey = key;
+      (root || ir).querySelectorAll('.ln[data-py="' + key + '"]').forEach(function (element) {
         element.classList.add("hit");
         hits.push(element);
       });
+    }
+    loadedHooks.push(function (part) { if (hitKey) markIR(hitKey, part); });
+    /* the first line mapped to key, loaded: from the DOM, or from #ir-data for a long text */
+    function firstHit(key) {
+      if (!irData) return Promise.resolve(hits[0] || null);
+      const index = irData.py.indexOf(key);
+      if (index < 0) return Promise.resolve(null);
+      return ensureLines(index + 1, index + 1).then(function () { return line(index + 1); });
     }
     function showPython(row) {
       clearHits();
@@ -240,13 +319,15 @@
         const number = element.dataset.l;
         element.classList.add("sel");
         pythonSelected = element;
-        markIR(file + ":" + number);
+        const key = file + ":" + number;
+        markIR(key);
         markPython(file, number);
-        if (hits.length) {
+        firstHit(key).then(function (element) {
+          if (!element || hitKey !== key) return;
           const box = irPane.getBoundingClientRect();
-          const first = hits[0].getBoundingClientRect();
-          if (first.top < box.top || first.bottom > box.bottom) hits[0].scrollIntoView({ block: "center" });
-        }
+          const first = element.getBoundingClientRect();
+          if (first.top < box.top || first.bottom > box.bottom) element.scrollIntoView({ block: "center" });
+        }, function () {});
       });
     });
     /* each Python file opens at the first line this IR maps to, once it is visible */
@@ -267,10 +348,12 @@
         showTab(tab.dataset.file);
       });
     });
-    if (selected.length && selected[0].dataset.py) {
-      const parts = selected[0].dataset.py.split(":");
-      markPython(parts[0], parts[1]); /* the linked line's Python line, without marking its siblings */
-    }
+    linked.then(function () {
+      if (selected.length && selected[0].dataset.py) {
+        const parts = selected[0].dataset.py.split(":");
+        markPython(parts[0], parts[1]); /* the linked line's Python line, without marking its siblings */
+      }
+    });
 
     /* layout tooltips */
     let tipFor = null;
@@ -313,7 +396,18 @@
       ir.querySelectorAll(".fold").forEach(function (fold) { fold.remove(); });
       ir.querySelectorAll(".ln.unfold").forEach(function (element) { element.classList.remove("unfold"); });
     }
+    let filterWanted = null;
     function filter(group) {
+      filterWanted = group;
+      if (group && pendingParts().length) {
+        /* folding needs every line: load the remaining parts first (#ir-data counts them) */
+        chips.forEach(function (chip) { chip.setAttribute("aria-pressed", chip.dataset.group === group ? "true" : "false"); });
+        ensureAll().then(function () { if (filterWanted === group) applyFilter(group); }, function () {});
+        return;
+      }
+      applyFilter(group);
+    }
+    function applyFilter(group) {
       clearFolds();
       chips.forEach(function (chip) { chip.setAttribute("aria-pressed", chip.dataset.group === group ? "true" : "false"); });
       if (!group) {

@@ -13,7 +13,7 @@ README = (REPO / "README.md").read_text()
 
 
 def test_readme_settings_table_matches_the_settings_class():
-    table = re.search(r"<!-- settings-table -->\n.*?\n\n(.*?)\n<!-- /settings-table -->", README, re.S)
+    table = re.search(r"<!-- settings-table -->\n.*?\n\n(.*?)\n<!-- /settings-table -->", README, re.DOTALL)
     assert table, "the README lost its settings table markers"
     # Regenerate with: python -c "from app.settings import settings_table; print(settings_table())"
     assert table.group(1) == settings_table()
@@ -31,7 +31,7 @@ def test_every_cli_command_and_option_is_in_the_readme():
 
 
 def test_ci_runs_the_readme_test_command():
-    blocks = re.findall(r"```sh\n(.*?)\n```", README, re.S)
+    blocks = re.findall(r"```sh\n(.*?)\n```", README, re.DOTALL)
     run_command, test_command = blocks[0], blocks[1]
     assert "irlens serve" in run_command and "pytest" in test_command
     assert test_command in (REPO / ".ci" / "run").read_text()

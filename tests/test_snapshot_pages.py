@@ -368,3 +368,86 @@ def test_llvm_function_dumps_borrow_the_module_debug_info(tmp_path):
         assert located and all(loc["file"] == "/home/dev/kernels/kernels.py" for loc in located)
         page = get_html(client, function_dump["url"])
         assert ">kernels.py:15</span>" in page  # ctaid.x: pid = tl.program_id(axis=0)
+
+
+# --------------------------------------------------------------------------- paging and the response cache
+
+TAGS = re.compile(r"<[^>]+>")
+
+
+def largest_snapshot(client: TestClient, run: dict) -> dict:
+    compilation = get_json(client, compilation_of(run, "matmul_descriptor_kernel")["url"])
+    return max(compilation["snapshots"], key=lambda snapshot: snapshot["lines"])
+
+
+def test_a_long_snapshot_pages_its_lines_and_a_fragment_returns_exactly_those_asked(sm90):
+    from app.render import PAGE_LINES
+
+    client, run = sm90
+    snapshot = largest_snapshot(client, run)
+    assert snapshot["lines"] > PAGE_LINES + 100
+    text_lines = get_json(client, snapshot["url"])["text"].split("\n")
+    page = get_html(client, snapshot["url"])
+    assert [int(n) for n in LINE_ID.findall(page)] == list(range(1, PAGE_LINES + 1))
+    first_later = f'{snapshot["url"]}/lines?start={PAGE_LINES}&amp;count={PAGE_LINES}'
+    assert f'data-url="{first_later}"' in page and f'href="{first_later}"' in page  # works without JS
+    assert page.count('class="part pending"') == -(-(snapshot["lines"] - PAGE_LINES) // PAGE_LINES)
+    assert '<script type="application/json" id="ir-data">' in page
+    for start, count in ((PAGE_LINES, PAGE_LINES), (PAGE_LINES - 2, 5), (snapshot["lines"] - 3, 100)):
+        response = client.get(f"{snapshot['url']}/lines?start={start}&count={count}")
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/html")
+        fragment = response.text
+        numbers = [int(n) for n in LINE_ID.findall(fragment)]
+        assert numbers == list(range(start + 1, min(start + count, snapshot["lines"]) + 1))
+        rows = re.findall(r'<div class="ln[^"]*" id="L\d+"[^>]*>.*?</span></div>', fragment)
+        assert len(rows) == len(numbers)
+        for number, row in zip(numbers, rows):
+            code = row.split('<span class="code">', 1)[1]
+            assert html.unescape(TAGS.sub("", code)) == text_lines[number - 1]
+    # every line on one page, for readers without JavaScript
+    everything = get_html(client, snapshot["url"] + "?all=1")
+    assert [int(n) for n in LINE_ID.findall(everything)] == list(range(1, snapshot["lines"] + 1))
+    assert 'class="part pending"' not in everything
+    assert client.get(f"{snapshot['url']}/lines?start=-1").status_code == 422
+
+
+def test_a_lines_fragment_is_escaped(hostile):
+    client, run = hostile
+    snapshot = get_json(client, run["compilations"][0]["url"])["snapshots"][0]
+    fragment = client.get(f"{snapshot['url']}/lines?start=0&count=10000").text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in fragment and "<script>" not in fragment
+
+
+def test_a_cached_page_is_the_page_as_first_rendered(sm90, tmp_path):
+    client, run = sm90
+    snapshot = largest_snapshot(client, run)
+    urls = [snapshot["url"], snapshot["url"] + "?loc=1", Urls().json(snapshot["url"]), snapshot["url"] + "/lines?start=1500&count=1500"]
+    first = {url: client.get(url) for url in urls}
+    for url in urls:
+        again = client.get(url, headers={"Accept-Encoding": "gzip"})
+        assert again.status_code == 200
+        assert again.content == first[url].content
+        assert again.headers["etag"] == first[url].headers["etag"]
+        assert again.headers["content-type"] == first[url].headers["content-type"]
+        assert again.headers["content-encoding"] == "gzip" and "Accept-Encoding" in again.headers["vary"]
+        plain = client.get(url, headers={"Accept-Encoding": "identity"})
+        assert "content-encoding" not in plain.headers and plain.content == first[url].content
+        assert client.get(url, headers={"If-None-Match": first[url].headers["etag"]}).status_code == 304
+    # another app (cold caches) on the same database renders the same bytes
+    other = TestClient(create_app(client.app.state.settings))
+    with other:
+        for url in urls:
+            assert other.get(url).content == first[url].content
+
+
+def test_a_deleted_runs_cached_pages_are_404(tmp_path):
+    client, run = make_site(tmp_path, [FIXTURES / "sm90_add_kernel_dump.log.gz"])
+    with client:
+        snapshot = get_json(client, run["compilations"][0]["url"])["snapshots"][3]
+        urls = [snapshot["url"], Urls().json(snapshot["url"]), snapshot["url"] + "/lines?start=0&count=20"]
+        for url in urls:
+            assert client.get(url).status_code == 200
+            assert client.get(url).status_code == 200  # now from the response cache
+        assert client.delete(f"/runs/{run['run']}").status_code == 200
+        for url in urls:
+            assert client.get(url).status_code == 404

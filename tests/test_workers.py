@@ -22,7 +22,7 @@ def two_workers(tmp_path):
     port = _free_port()
     env = {**os.environ, "IRLENS_DB_URL": fresh_db_url(tmp_path), "IRLENS_DATA_DIR": str(tmp_path),
            "IRLENS_LOAD_DEMO": "true"}
-    log = open(tmp_path / "server.log", "wb")
+    log = open(tmp_path / "server.log", "wb")  # noqa: SIM115 - the server writes it until the fixture ends
     process = subprocess.Popen([*_serve_command(port), "--workers", "2"], cwd=REPO, env=env,
                                stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"

@@ -7,17 +7,21 @@ of an immutable blob and the render version.
 
 from __future__ import annotations
 
+import gzip
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import Response
+from fastapi.responses import HTMLResponse, Response
 from markupsafe import Markup
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app import render
 from app.highlight.hwops import GROUPS
-from app.models import Artifact, Compilation, Snapshot, Source
+from app.models import Artifact, Compilation, Run, Snapshot, Source
 from app.queries import artifact_sort_key, compilation_detail, snapshot_dict
 from app.urls import Urls, snapshot_id
 from app.web import SessionDep, UrlsDep, immutable_headers, int_param, respond, strip_json, wants_json
@@ -27,6 +31,85 @@ router = APIRouter()
 
 MAX_SOURCE_PANES = 4  # Python files shown beside one snapshot
 MAP_SNIPPET_LINES = 12  # IR lines quoted per pass on the map page (the JSON lists them all)
+MAX_FRAGMENT_LINES = 50_000
+PAGE_CACHE_BYTES = 256 << 20
+
+
+# --------------------------------------------------------------------------- the response cache
+#
+# A snapshot or file page is a function of its blob, the snapshot's place among its neighbours,
+# the URL (path and query), the code version and who is signed in (the top bar names them): all
+# immutable once a run is ingested. So the encoded body, and a gzipped copy, are kept per app in an
+# LRU bounded by bytes, and a repeat request costs one primary-key lookup (the run must still
+# exist: a deleted run's pages are 404) instead of a render, a template and a compression.
+
+
+@dataclass(frozen=True)
+class CachedPage:
+    run_id: str
+    etag: str | None
+    headers: dict[str, str]
+    body: bytes
+    gzipped: bytes | None
+
+
+def page_cache(request: Request) -> render._SizedLRU:
+    state = request.app.state
+    cache = getattr(state, "page_cache", None)
+    if cache is None:
+        cache = state.page_cache = render._SizedLRU(max_bytes=PAGE_CACHE_BYTES, max_items=100_000)
+    return cache
+
+
+def _page_key(request: Request) -> tuple:
+    identity = getattr(request.state, "identity", None)
+    return (
+        request.url.path,
+        request.url.query,
+        render.RENDER_VERSION,
+        render.BUILD,
+        getattr(identity, "name", None),
+    )
+
+
+def _accepts_gzip(request: Request) -> bool:
+    return "gzip" in request.headers.get("accept-encoding", "")
+
+
+def _serve(request: Request, entry: CachedPage) -> Response:
+    if entry.etag is not None and render.not_modified(request.headers.get("if-none-match"), entry.etag):
+        return Response(status_code=304, headers=render.cache_headers(entry.etag))
+    headers = dict(entry.headers)
+    if entry.gzipped is not None:
+        headers["vary"] = "HX-Request, Accept-Encoding"
+        if _accepts_gzip(request):
+            headers["content-encoding"] = "gzip"  # GZipMiddleware leaves encoded responses alone
+            return Response(entry.gzipped, headers=headers)
+    return Response(entry.body, headers=headers)
+
+
+def cached_response(request: Request, session: Session) -> Response | None:
+    """The cached response for this request, or None; 404 when its run has been deleted."""
+    entry = page_cache(request).get(_page_key(request))
+    if entry is None:
+        return None
+    if session.execute(select(Run.id).where(Run.id == entry.run_id)).first() is None:
+        raise HTTPException(404, "no such run")
+    return _serve(request, entry)
+
+
+def cache_response(request: Request, run_id: str, response: Response) -> Response:
+    """Keep a freshly built 200 response for the next request, and serve it from the cache's copy."""
+    body = getattr(response, "body", None)
+    if response.status_code != 200 or not isinstance(body, bytes):
+        return response
+    headers = {
+        key: value for key, value in response.headers.items() if key not in ("content-length", "content-encoding")
+    }
+    gzipped = gzip.compress(body, compresslevel=6 if len(body) < (4 << 20) else 1, mtime=0) if len(body) >= 2048 else None
+    entry = CachedPage(run_id, headers.get("etag"), headers, body, gzipped)
+    page_cache(request).put(_page_key(request), entry, len(body) + len(gzipped or b"") + 512)
+    return _serve(request, entry)
 
 
 # --------------------------------------------------------------------------- loading
@@ -101,6 +184,9 @@ def snapshot_raw(run_id: str, ordinal: str, index: str, session: SessionDep):
 def snapshot_page(
     request: Request, run_id: str, ordinal: str, index: str, session: SessionDep, urls: UrlsDep
 ):
+    cached = cached_response(request, session)
+    if cached is not None:
+        return cached
     compilation = load_compilation(session, run_id, ordinal)
     snapshot = load_snapshot(session, compilation, index)
     tag, unchanged = _etag_for(request, snapshot.blob)
@@ -108,9 +194,7 @@ def snapshot_page(
         return unchanged
     run_id, ordinal_number = compilation.run_id, compilation.ordinal
     load_text = _text_loader(session, snapshot.blob)
-    kind = render.snapshot_kind(snapshot.kind)
-    debug_info = _debug_info(session, compilation, snapshot, load_text) if kind == "llvm" else None
-    rendered = render.render_ir(snapshot.blob, kind, load_text, debug_info)
+    rendered = _snapshot_analysis(session, compilation, snapshot, load_text)
 
     data = snapshot_dict(run_id, ordinal_number, snapshot, urls)
     neighbours = {
@@ -143,8 +227,60 @@ def snapshot_page(
     data["snapshot_count"] = len(compilation.snapshots)
     data.update(_ir_fields(session, compilation, rendered, load_text, urls, full=wants_json(request)))
     if not wants_json(request):
-        data["page"] = _ir_page(session, compilation, rendered, urls)
-    return respond(request, "snapshot.html", data, headers=render.cache_headers(tag))
+
+        def lines_url(start: int, count: int) -> str:
+            return urls.snapshot_lines(run_id, ordinal_number, snapshot.index, start, count)
+
+        data["page"] = _ir_page(session, compilation, rendered, urls, lines_url, _show_all(request))
+    response = respond(request, "snapshot.html", data, headers=render.cache_headers(tag))
+    return cache_response(request, run_id, response)
+
+
+def _snapshot_analysis(
+    session: Session, compilation: Compilation, snapshot: Snapshot, load_text: render.TextLoader
+) -> render.Analysis:
+    kind = render.snapshot_kind(snapshot.kind)
+    debug_info = _debug_info(session, compilation, snapshot, load_text) if kind == "llvm" else None
+    return render.analyse_ir(snapshot.blob, kind, load_text, debug_info)
+
+
+def _show_all(request: Request) -> bool:
+    return request.query_params.get("all") == "1"
+
+
+def _lines_fragment(request: Request, run_id: str, analysis: render.Analysis, digest: str, start: int, count: int):
+    """Lines ``start + 1`` .. ``start + count`` as an HTML fragment (what a page loads as it scrolls)."""
+    if start < 0 or count < 0 or count > MAX_FRAGMENT_LINES:
+        raise HTTPException(422, f"start must be >= 0 and count between 0 and {MAX_FRAGMENT_LINES}")
+    lines = render.page_lines(analysis, start, count)
+    body = render.group_chunks(lines, analysis.large)  # escaped by the renderer
+    tag = render.etag(digest, request.url.path + "?" + request.url.query)
+    response = HTMLResponse(body, headers=render.cache_headers(tag))
+    response.headers["Vary"] = "HX-Request"
+    return cache_response(request, run_id, response)
+
+
+@router.get("/runs/{run_id}/c/{ordinal}/s/{index}/lines")
+def snapshot_lines(
+    request: Request,
+    run_id: str,
+    ordinal: str,
+    index: str,
+    session: SessionDep,
+    start: int = 0,
+    count: int = render.PAGE_LINES,
+):
+    """An HTML fragment of the snapshot's marked-up lines, for a page scrolling past its first ones."""
+    cached = cached_response(request, session)
+    if cached is not None:
+        return cached
+    compilation = load_compilation(session, run_id, ordinal)
+    snapshot = load_snapshot(session, compilation, index)
+    _tag, unchanged = _etag_for(request, snapshot.blob)
+    if unchanged is not None:
+        return unchanged
+    analysis = _snapshot_analysis(session, compilation, snapshot, _text_loader(session, snapshot.blob))
+    return _lines_fragment(request, compilation.run_id, analysis, snapshot.blob, start, count)
 
 
 def _debug_info(
@@ -192,6 +328,9 @@ def artifact_file(run_id: str, ordinal: str, artifact_pk: str, session: SessionD
 def artifact_view(
     request: Request, run_id: str, ordinal: str, artifact_pk: str, session: SessionDep, urls: UrlsDep
 ):
+    cached = cached_response(request, session)
+    if cached is not None:
+        return cached
     compilation = load_compilation(session, run_id, ordinal)
     artifact = load_artifact(session, compilation, artifact_pk)
     tag, unchanged = _etag_for(request, artifact.blob)
@@ -199,7 +338,7 @@ def artifact_view(
         return unchanged
     kind = render.artifact_kind(artifact.kind)
     load_text = _text_loader(session, artifact.blob)
-    rendered = render.render_ir(artifact.blob, kind, load_text)
+    rendered = render.analyse_ir(artifact.blob, kind, load_text)
     run_id, ordinal_number = compilation.run_id, compilation.ordinal
     data: dict[str, Any] = {
         "artifact": artifact.pk,
@@ -226,8 +365,37 @@ def artifact_view(
     data.update(_compilation_context(compilation, urls))
     data.update(_ir_fields(session, compilation, rendered, load_text, urls, full=wants_json(request)))
     if not wants_json(request):
-        data["page"] = _ir_page(session, compilation, rendered, urls)
-    return respond(request, "snapshot.html", data, headers=render.cache_headers(tag))
+
+        def lines_url(start: int, count: int) -> str:
+            return urls.artifact_lines(run_id, ordinal_number, artifact.pk, start, count)
+
+        data["page"] = _ir_page(session, compilation, rendered, urls, lines_url, _show_all(request))
+    response = respond(request, "snapshot.html", data, headers=render.cache_headers(tag))
+    return cache_response(request, run_id, response)
+
+
+@router.get("/runs/{run_id}/c/{ordinal}/files/{artifact_pk}/view/lines")
+def artifact_lines(
+    request: Request,
+    run_id: str,
+    ordinal: str,
+    artifact_pk: str,
+    session: SessionDep,
+    start: int = 0,
+    count: int = render.PAGE_LINES,
+):
+    """An HTML fragment of a cached file's marked-up lines (see :func:`snapshot_lines`)."""
+    cached = cached_response(request, session)
+    if cached is not None:
+        return cached
+    compilation = load_compilation(session, run_id, ordinal)
+    artifact = load_artifact(session, compilation, artifact_pk)
+    _tag, unchanged = _etag_for(request, artifact.blob)
+    if unchanged is not None:
+        return unchanged
+    kind = render.artifact_kind(artifact.kind)
+    analysis = render.analyse_ir(artifact.blob, kind, _text_loader(session, artifact.blob))
+    return _lines_fragment(request, compilation.run_id, analysis, artifact.blob, start, count)
 
 
 # --------------------------------------------------------------------------- a Python line in every pass
@@ -362,7 +530,7 @@ def _run_sources(session: Session, run_id: str) -> dict[str, str]:
     return {path: blob for path, blob in rows}
 
 
-def _matched_sources(session: Session, run_id: str, rendered: render.Rendered) -> list[dict[str, Any]]:
+def _matched_sources(session: Session, run_id: str, rendered: render.Analysis) -> list[dict[str, Any]]:
     """Each file the IR's locations name (most lines first), with the uploaded file it matches."""
     sources = _run_sources(session, run_id)
     matched = []
@@ -386,7 +554,7 @@ def _matched_sources(session: Session, run_id: str, rendered: render.Rendered) -
 def _ir_fields(
     session: Session,
     compilation: Compilation,
-    rendered: render.Rendered,
+    rendered: render.Analysis,
     load_text: render.TextLoader,
     urls: Urls,
     full: bool,
@@ -418,9 +586,15 @@ def _ir_fields(
 
 
 def _ir_page(
-    session: Session, compilation: Compilation, rendered: render.Rendered, urls: Urls
+    session: Session,
+    compilation: Compilation,
+    rendered: render.Analysis,
+    urls: Urls,
+    lines_url: Callable[[int, int], str],
+    show_all: bool = False,
 ) -> dict[str, Any]:
-    """What only the HTML page needs: the rendered lines, the source panes, the legends."""
+    """What only the HTML page needs: the first page of lines (all of them with ``?all=1``) and
+    where to fetch the rest, the source panes, the legends."""
     matched = _matched_sources(session, compilation.run_id, rendered)
     panes = []
     for item in matched[:MAX_SOURCE_PANES]:
@@ -453,9 +627,22 @@ def _ir_page(
         }
         for group in GROUPS
     ]
+    step = rendered.page_lines
+    shown = rendered.line_count if show_all else min(step, rendered.line_count)
+    pending = [
+        {"start": start, "count": min(step, rendered.line_count - start), "url": lines_url(start, step)}
+        for start in range(shown, rendered.line_count, step)
+    ]
+    script_data = None
+    if pending:  # the lines not in the page yet: what the script needs to find and mark them
+        script_data = json.dumps(
+            {"py": rendered.py_keys(), "groups": rendered.group_lines()}, separators=(",", ":")
+        ).replace("<", "\\u003c")
     return {
-        "chunks": [Markup(chunk) for chunk in rendered.chunks()],  # escaped by the renderer
-        "chunk_sizes": rendered.chunk_sizes(),
+        # escaped by the renderer
+        "lines_html": Markup(render.group_chunks(render.page_lines(rendered, 0, shown), rendered.large)),
+        "pending": pending,
+        "script_data": Markup(script_data) if script_data else None,
         "large": rendered.large,
         "line_count": rendered.line_count,
         "loc_lines": rendered.loc_lines,

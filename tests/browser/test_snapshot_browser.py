@@ -153,3 +153,31 @@ def test_locations_toggle_with_l_and_ops_filter_by_group(matmul, browser_page, p
     page.keyboard.press("Escape")
     expect(page.locator(".fold")).to_have_count(0)
     assert page_errors == []
+
+
+def test_a_deep_link_into_a_later_part_of_a_long_snapshot_loads_and_highlights_it(matmul, browser_page, page_errors):
+    page = browser_page
+    detail = httpx.get(matmul["compilation"] + ".json", timeout=60).json()
+    longest = max(detail["snapshots"], key=lambda snapshot: snapshot["lines"])
+    url = matmul["compilation"].rsplit("/runs/", 1)[0] + longest["url"]
+    from app.render import PAGE_LINES
+
+    assert longest["lines"] > PAGE_LINES + 10
+    target = PAGE_LINES + 5
+    page.goto(f"{url}#L{target}-L{target + 2}")
+    ready(page)
+    selected = page.locator(".ln.sel")
+    expect(selected).to_have_count(3)
+    assert [selected.nth(i).get_attribute("id") for i in range(3)] == [f"L{target + i}" for i in range(3)]
+    expect(page.locator(f"#L{target}")).to_be_in_viewport()
+    # a Python line marks its IR lines in the later part too, once loaded
+    key = page.locator(f"#L{target}").get_attribute("data-py")
+    if key:
+        page.goto(url)
+        ready(page)
+        expect(page.locator(f"#L{target}")).to_have_count(0)  # not loaded yet
+        file, number = key.split(":")
+        page.locator(f'.src-file[data-file="{file}"] .pl[data-l="{number}"]').dispatch_event("click")
+        page.evaluate("document.getElementById('ir-pane').scrollTop = 1e9")
+        expect(page.locator(f"#L{target}")).to_have_class(re.compile(r"\bhit\b"))
+    assert page_errors == []
