@@ -215,6 +215,10 @@ def _prepare(lines: list[str], options: DiffOptions) -> tuple[list[str], list[st
 # alignment: histogram diff
 
 _MAX_CHAIN = 64  # a line occurring more often than this in A never splits a region (as in git)
+# Bounds on histogram splitting (see match_blocks), in lines scanned per line of input: the
+# alignment's is generous, pairing inside changed blocks is only a presentation nicety.
+_ALIGN_EFFORT = 64
+_PAIR_EFFORT = 16
 _DIFFLIB_WINDOW = 40_000  # regions without a usable split, up to this many cells: difflib
 
 
@@ -279,26 +283,42 @@ def _unique_anchors(
     return chain
 
 
-def _best_split(a: list[int], alo: int, ahi: int, b: list[int], blo: int, bhi: int) -> tuple[int, int, int]:
-    """The longest common run through the rarest shared line (git's histogram heuristic)."""
+def _positions(a: list[int]) -> dict[int, list[int]]:
+    """Every key's positions in `a`, ascending: built once per alignment, narrowed per region."""
     where: dict[int, list[int]] = {}
-    for i in range(alo, ahi):
-        key = a[i]
-        if key in where:
-            where[key].append(i)
-        else:
+    for i, key in enumerate(a):
+        positions = where.get(key)
+        if positions is None:
             where[key] = [i]
+        else:
+            positions.append(i)
+    return where
+
+
+def _best_split(
+    a: list[int], alo: int, ahi: int, b: list[int], blo: int, bhi: int, where: dict[int, list[int]]
+) -> tuple[int, int, int]:
+    """The longest common run through the rarest shared line (git's histogram heuristic).
+
+    `where` holds each key's positions in all of `a`; a region's occurrences are the slice
+    between two bisections, so a split costs O(region of b x log n), not a rebuilt index of a.
+    """
     best_i = best_j = best_size = 0
     best_count = _MAX_CHAIN + 1
     j = blo
     while j < bhi:
-        positions = where.get(b[j])
-        if positions is None or len(positions) > best_count:
+        everywhere = where.get(b[j])
+        if everywhere is None:
+            j += 1
+            continue
+        first = bisect_left(everywhere, alo)
+        last = bisect_left(everywhere, ahi, first)
+        count = last - first
+        if count == 0 or count > best_count:
             j += 1
             continue
         next_j = j + 1
-        count = len(positions)
-        for i in positions:
+        for i in everywhere[first:last]:
             s_i, s_j = i, j  # extend the run both ways
             while s_i > alo and s_j > blo and a[s_i - 1] == b[s_j - 1]:
                 s_i -= 1
@@ -315,14 +335,20 @@ def _best_split(a: list[int], alo: int, ahi: int, b: list[int], blo: int, bhi: i
     return best_i, best_j, best_size
 
 
-def match_blocks(a: list[int], b: list[int]) -> list[tuple[int, int, int]]:
+def match_blocks(a: list[int], b: list[int], effort: int | None = None) -> list[tuple[int, int, int]]:
     """Matching blocks (i, j, size) of two key sequences, in order.
 
     Each region: trim the common head and tail; anchor on the lines unique to both sides
     (patience); failing that, split at the rarest shared line (histogram); failing that, a
     small region goes to difflib and a large one stays a replacement.
+
+    Histogram splits scan their region of `b`; when splits keep landing near a region's edge
+    (repetitive lines) that is quadratic. `effort` bounds the lines scanned, as a multiple of
+    len(a) + len(b): past it, no more histogram splits (anchors and difflib still apply).
     """
+    budget = None if effort is None else effort * (len(a) + len(b))
     blocks: list[tuple[int, int, int]] = []
+    where: dict[int, list[int]] | None = None  # built on the first region that needs a split
     stack = [(0, len(a), 0, len(b))]
     while stack:
         alo, ahi, blo, bhi = stack.pop()
@@ -351,7 +377,13 @@ def match_blocks(a: list[int], b: list[int]) -> list[tuple[int, int, int]]:
             if end_i > prev_i or end_j > prev_j:
                 stack.append((prev_i, end_i, prev_j, end_j))
             continue
-        i, j, size = _best_split(a, alo, end_i, b, blo, end_j)
+        i = j = size = 0
+        if budget is None or budget >= end_j - blo:
+            if budget is not None:
+                budget -= end_j - blo
+            if where is None:
+                where = _positions(a)
+            i, j, size = _best_split(a, alo, end_i, b, blo, end_j, where)
         if size:
             blocks.append((i, j, size))
             stack.append((i + size, end_i, j + size, end_j))
@@ -653,7 +685,7 @@ def _pair(
         yield from _pair_by_op(a0, a1, b0, b1, a_text, b_text)
         return
     a_ids, b_ids = _intern(_skeleton_lines(a_text[a0:a1]), _skeleton_lines(b_text[b0:b1]))
-    for op, i0, i1, j0, j1 in _opcodes(match_blocks(a_ids, b_ids), len(a_ids), len(b_ids)):
+    for op, i0, i1, j0, j1 in _opcodes(match_blocks(a_ids, b_ids, _PAIR_EFFORT), len(a_ids), len(b_ids)):
         if op == EQUAL:
             yield REPLACE, a0 + i0, a0 + i1, b0 + j0, b0 + j1
         elif op == REPLACE:
@@ -672,7 +704,7 @@ def _pair_by_op(
     a_ids, b_ids = _intern(
         [_op_name(a_text[i]) for i in range(a0, a1)], [_op_name(b_text[j]) for j in range(b0, b1)]
     )
-    for op, i0, i1, j0, j1 in _opcodes(match_blocks(a_ids, b_ids), len(a_ids), len(b_ids)):
+    for op, i0, i1, j0, j1 in _opcodes(match_blocks(a_ids, b_ids, _PAIR_EFFORT), len(a_ids), len(b_ids)):
         if op == EQUAL:
             yield REPLACE, a0 + i0, a0 + i1, b0 + j0, b0 + j1
         elif op == REPLACE:
@@ -748,7 +780,7 @@ def diff_texts(a_text: str, b_text: str, options: DiffOptions = DiffOptions()) -
     a_compared, a_key_text, a_ignored = _prepare(a_lines, options)
     b_compared, b_key_text, b_ignored = _prepare(b_lines, options)
     a_keys, b_keys = _intern(a_key_text, b_key_text)
-    opcodes = list(_opcodes(match_blocks(a_keys, b_keys), len(a_keys), len(b_keys)))
+    opcodes = list(_opcodes(match_blocks(a_keys, b_keys, _ALIGN_EFFORT), len(a_keys), len(b_keys)))
     renames: dict[str, str] = {}
     if options.ssa or options.alias:
         opcodes = _check_renames(opcodes, a_compared, b_compared, options, renames)
@@ -839,7 +871,7 @@ def inline_changes(
         matcher = SequenceMatcher(None, a_ids, b_ids, autojunk=False)
         blocks = [(m.a, m.b, m.size) for m in matcher.get_matching_blocks() if m.size]
     else:  # difflib goes quadratic on lines that repeat tokens (`f32, f32, ...`)
-        blocks = match_blocks(a_ids, b_ids)
+        blocks = match_blocks(a_ids, b_ids, _ALIGN_EFFORT)
     matched = sum(size for _, _, size in blocks)
     if 2 * matched < 0.35 * (len(a_tokens) + len(b_tokens)):
         return [], []

@@ -328,8 +328,9 @@ class _SizedLRU:
 
     def put(self, key: tuple, value: Any, size: int) -> None:
         with self.lock:
-            if key in self.items:
-                return
+            old = self.items.pop(key, None)
+            if old is not None:
+                self.bytes -= old[1]
             self.items[key] = (value, size)
             self.bytes += size
             while len(self.items) > 1 and (self.bytes > self.max_bytes or len(self.items) > self.max_items):

@@ -280,6 +280,36 @@ def test_match_blocks_finds_real_matches_in_order():
             last_i, last_j = i + size, j + size
 
 
+def test_match_blocks_bounds_its_effort_on_repetitive_input(monkeypatch):
+    """Histogram splits on lines that all repeat can land near a region's edge every time, which
+    rescans the region each time (quadratic); `effort` caps the lines scanned."""
+    import app.diff as diff_module
+
+    scanned = []
+    best_split = diff_module._best_split
+
+    def counting(a, alo, ahi, b, blo, bhi, where):
+        scanned.append(bhi - blo)
+        return best_split(a, alo, ahi, b, blo, bhi, where)
+
+    monkeypatch.setattr(diff_module, "_best_split", counting)
+    # A unit of 47 lines repeated 60 times; B has 40 units, each with one line of its own: every
+    # split finds a unit-long run at the start of what is left (as in LLVM-dialect lowering).
+    unit = list(range(47))
+    a = unit * 60
+    b = [1000 + n if k == n % 47 else key for n in range(40) for k, key in enumerate(unit)]
+    unbounded = match_blocks(a, b)
+    unbounded_scanned, scanned[:] = sum(scanned), []
+    bounded = match_blocks(a, b, effort=4)
+    assert sum(scanned) <= 4 * (len(a) + len(b)) < unbounded_scanned
+    for blocks in (unbounded, bounded):
+        last_i = last_j = 0
+        for i, j, size in blocks:
+            assert size > 0 and i >= last_i and j >= last_j and a[i : i + size] == b[j : j + size]
+            last_i, last_j = i + size, j + size
+    assert sum(size for *_, size in bounded) > len(b) // 4  # still finds much of what there is
+
+
 def test_inline_changes_mark_the_changed_tokens():
     a = "    %x_8 = tt.load %x_6, %x_7 : tensor<1024x!tt.ptr<f32>, #blocked1> loc(#loc21)"
     b = "    %x_8 = tt.load %x_6, %x_9 : tensor<1024x!tt.ptr<f32>, #blocked1> loc(#loc22)"

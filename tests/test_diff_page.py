@@ -299,3 +299,27 @@ def test_base_url_prefixes_every_link(tmp_path: Path):
         assert links and all(link.startswith("/irlens/") for link in links), [
             link for link in links if not link.startswith("/irlens/")
         ]
+
+
+def test_a_cached_diff_follows_retitles_and_deletion(tmp_path: Path):
+    """Diff pages are kept whole after their first render; a run's new title or its deletion still shows."""
+    url = fresh_db_url(tmp_path)
+    database = Database(url)
+    try:
+        first, second = ingest_paths(database, [FIXTURE]), ingest_paths(database, [FIXTURE])
+    finally:
+        database.dispose()
+    with TestClient(create_app(Settings(db_url=url, load_demo=False, data_dir=tmp_path))) as client:
+        page = diff_url(sid(first, TTGIR), sid(second, TTGIR + 1))
+        urls = [page, page.replace("?", ".json?") if "?" in page else page + ".json", page + "/rows?start=0&end=20"]
+        before = {url: client.get(url) for url in urls}
+        for url in urls:
+            again = client.get(url)
+            assert again.status_code == 200 and again.content == before[url].content
+        assert client.patch(f"/runs/{second['run']}", json={"title": "fp8 <retitled>"}).status_code == 200
+        retitled = client.get(page)
+        assert "fp8 &lt;retitled&gt;" in retitled.text and retitled.headers["etag"] != before[page].headers["etag"]
+        assert client.get(page).content == retitled.content
+        assert client.delete(f"/runs/{first['run']}").status_code == 200
+        for url in urls:
+            assert client.get(url).status_code == 404

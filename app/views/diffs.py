@@ -44,6 +44,7 @@ from app.diff import (
     loc_spans,
 )
 from app.models import Compilation, Run, Snapshot
+from app.page_cache import cache_response, cached_response
 from app.queries import snapshot_dict
 from app.urls import Urls, parse_snapshot_id, snapshot_id
 from app.web import SessionDep, UrlsDep, templates
@@ -666,7 +667,8 @@ def page_pieces(result: DiffResult, renderer: RowRenderer, context: int) -> list
 
 
 def _etag(a: Side, b: Side, options: PageOptions, variant: str) -> str:
-    key = "|".join((a.snapshot.blob, b.snapshot.blob, a.id, b.id, repr(options), variant, _BUILD))
+    titles = (a.run.title or "", b.run.title or "")  # shown on the page, and editable
+    key = "|".join((a.snapshot.blob, b.snapshot.blob, a.id, b.id, *titles, repr(options), variant, _BUILD))
     return '"d' + hashlib.sha256(key.encode()).hexdigest()[:32] + '"'
 
 
@@ -704,6 +706,9 @@ def _render_block(block: str, context: dict[str, Any]) -> str:
 
 @router.get("/diff/{spec}")
 def diff_page(request: Request, spec: str, session: SessionDep, urls: UrlsDep) -> Response:
+    cached = cached_response(request, session)
+    if cached is not None:
+        return cached
     wants_json = spec.endswith(".json")
     try:
         left, right, wants_json = _parse_spec(spec)
@@ -718,9 +723,10 @@ def diff_page(request: Request, spec: str, session: SessionDep, urls: UrlsDep) -
     result = compute_diff(session, a, b, options.diff)
     data = page_data(session, a, b, result, options, urls)
     headers = _cache_headers(tag)
+    runs = (a.compilation.run_id, b.compilation.run_id)
     if wants_json:
         data["hunks"] = hunks_json(result, options.diff.context)
-        return JSONResponse(data, headers=headers)
+        return cache_response(request, session, runs, JSONResponse(data, headers=headers))
 
     json_url = _json_url(request, urls)
     page = _page_model(result, a, b, options, urls, data)
@@ -734,13 +740,18 @@ def diff_page(request: Request, spec: str, session: SessionDep, urls: UrlsDep) -
     }
     headers["Link"] = f'<{json_url}>; rel="alternate"; type="application/json"'
     if htmx:
-        return HTMLResponse(_render_block("main", context), headers=headers)
-    return templates.TemplateResponse(request, "diff.html", context, headers=headers)
+        response = HTMLResponse(_render_block("main", context), headers=headers)
+    else:
+        response = templates.TemplateResponse(request, "diff.html", context, headers=headers)
+    return cache_response(request, session, runs, response)
 
 
 @router.get("/diff/{spec}/rows")
 def diff_rows(request: Request, spec: str, session: SessionDep, urls: UrlsDep) -> Response:
     """Rows `start`..`end` of the diff as `<tbody>` fragments; a gap keeps what stays hidden."""
+    cached = cached_response(request, session)
+    if cached is not None:
+        return cached
     try:
         left, right, _ = _parse_spec(spec)
         a, b = _load_side(session, left), _load_side(session, right)
@@ -784,7 +795,8 @@ def diff_rows(request: Request, spec: str, session: SessionDep, urls: UrlsDep) -
             "settings": request.app.state.settings,
         }
         headers["Link"] = f'<{json_url}>; rel="alternate"; type="application/json"'
-        return templates.TemplateResponse(request, "diff.html", context, headers=headers)
+        response = templates.TemplateResponse(request, "diff.html", context, headers=headers)
+        return cache_response(request, session, (a.compilation.run_id, b.compilation.run_id), response)
     base = urls.diff(a.id, b.id)
     context = {
         "pieces": pieces,
@@ -795,7 +807,8 @@ def diff_rows(request: Request, spec: str, session: SessionDep, urls: UrlsDep) -
         },
         "urls": urls,
     }
-    return HTMLResponse(_render_block("pieces", context), headers=headers)
+    response = HTMLResponse(_render_block("pieces", context), headers=headers)
+    return cache_response(request, session, (a.compilation.run_id, b.compilation.run_id), response)
 
 
 def _renderer(result: DiffResult, a: Side, b: Side, options: PageOptions, urls: Urls) -> RowRenderer:

@@ -7,10 +7,8 @@ of an immutable blob and the render version.
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
@@ -21,7 +19,8 @@ from sqlalchemy.orm import Session
 
 from app import render
 from app.highlight.hwops import GROUPS
-from app.models import Artifact, Compilation, Run, Snapshot, Source
+from app.models import Artifact, Compilation, Snapshot, Source
+from app.page_cache import cache_response, cached_response
 from app.queries import artifact_sort_key, compilation_detail, snapshot_dict
 from app.urls import Urls, snapshot_id
 from app.web import SessionDep, UrlsDep, immutable_headers, int_param, respond, strip_json, wants_json
@@ -32,84 +31,6 @@ router = APIRouter()
 MAX_SOURCE_PANES = 4  # Python files shown beside one snapshot
 MAP_SNIPPET_LINES = 12  # IR lines quoted per pass on the map page (the JSON lists them all)
 MAX_FRAGMENT_LINES = 50_000
-PAGE_CACHE_BYTES = 256 << 20
-
-
-# --------------------------------------------------------------------------- the response cache
-#
-# A snapshot or file page is a function of its blob, the snapshot's place among its neighbours,
-# the URL (path and query), the code version and who is signed in (the top bar names them): all
-# immutable once a run is ingested. So the encoded body, and a gzipped copy, are kept per app in an
-# LRU bounded by bytes, and a repeat request costs one primary-key lookup (the run must still
-# exist: a deleted run's pages are 404) instead of a render, a template and a compression.
-
-
-@dataclass(frozen=True)
-class CachedPage:
-    run_id: str
-    etag: str | None
-    headers: dict[str, str]
-    body: bytes
-    gzipped: bytes | None
-
-
-def page_cache(request: Request) -> render._SizedLRU:
-    state = request.app.state
-    cache = getattr(state, "page_cache", None)
-    if cache is None:
-        cache = state.page_cache = render._SizedLRU(max_bytes=PAGE_CACHE_BYTES, max_items=100_000)
-    return cache
-
-
-def _page_key(request: Request) -> tuple:
-    identity = getattr(request.state, "identity", None)
-    return (
-        request.url.path,
-        request.url.query,
-        render.RENDER_VERSION,
-        render.BUILD,
-        getattr(identity, "name", None),
-    )
-
-
-def _accepts_gzip(request: Request) -> bool:
-    return "gzip" in request.headers.get("accept-encoding", "")
-
-
-def _serve(request: Request, entry: CachedPage) -> Response:
-    if entry.etag is not None and render.not_modified(request.headers.get("if-none-match"), entry.etag):
-        return Response(status_code=304, headers=render.cache_headers(entry.etag))
-    headers = dict(entry.headers)
-    if entry.gzipped is not None:
-        headers["vary"] = "HX-Request, Accept-Encoding"
-        if _accepts_gzip(request):
-            headers["content-encoding"] = "gzip"  # GZipMiddleware leaves encoded responses alone
-            return Response(entry.gzipped, headers=headers)
-    return Response(entry.body, headers=headers)
-
-
-def cached_response(request: Request, session: Session) -> Response | None:
-    """The cached response for this request, or None; 404 when its run has been deleted."""
-    entry = page_cache(request).get(_page_key(request))
-    if entry is None:
-        return None
-    if session.execute(select(Run.id).where(Run.id == entry.run_id)).first() is None:
-        raise HTTPException(404, "no such run")
-    return _serve(request, entry)
-
-
-def cache_response(request: Request, run_id: str, response: Response) -> Response:
-    """Keep a freshly built 200 response for the next request, and serve it from the cache's copy."""
-    body = getattr(response, "body", None)
-    if response.status_code != 200 or not isinstance(body, bytes):
-        return response
-    headers = {
-        key: value for key, value in response.headers.items() if key not in ("content-length", "content-encoding")
-    }
-    gzipped = gzip.compress(body, compresslevel=6 if len(body) < (4 << 20) else 1, mtime=0) if len(body) >= 2048 else None
-    entry = CachedPage(run_id, headers.get("etag"), headers, body, gzipped)
-    page_cache(request).put(_page_key(request), entry, len(body) + len(gzipped or b"") + 512)
-    return _serve(request, entry)
 
 
 # --------------------------------------------------------------------------- loading
@@ -233,7 +154,7 @@ def snapshot_page(
 
         data["page"] = _ir_page(session, compilation, rendered, urls, lines_url, _show_all(request))
     response = respond(request, "snapshot.html", data, headers=render.cache_headers(tag))
-    return cache_response(request, run_id, response)
+    return cache_response(request, session, run_id, response)
 
 
 def _snapshot_analysis(
@@ -248,7 +169,9 @@ def _show_all(request: Request) -> bool:
     return request.query_params.get("all") == "1"
 
 
-def _lines_fragment(request: Request, run_id: str, analysis: render.Analysis, digest: str, start: int, count: int):
+def _lines_fragment(
+    request: Request, session: Session, run_id: str, analysis: render.Analysis, digest: str, start: int, count: int
+):
     """Lines ``start + 1`` .. ``start + count`` as an HTML fragment (what a page loads as it scrolls)."""
     if start < 0 or count < 0 or count > MAX_FRAGMENT_LINES:
         raise HTTPException(422, f"start must be >= 0 and count between 0 and {MAX_FRAGMENT_LINES}")
@@ -257,7 +180,7 @@ def _lines_fragment(request: Request, run_id: str, analysis: render.Analysis, di
     tag = render.etag(digest, request.url.path + "?" + request.url.query)
     response = HTMLResponse(body, headers=render.cache_headers(tag))
     response.headers["Vary"] = "HX-Request"
-    return cache_response(request, run_id, response)
+    return cache_response(request, session, run_id, response)
 
 
 @router.get("/runs/{run_id}/c/{ordinal}/s/{index}/lines")
@@ -280,7 +203,7 @@ def snapshot_lines(
     if unchanged is not None:
         return unchanged
     analysis = _snapshot_analysis(session, compilation, snapshot, _text_loader(session, snapshot.blob))
-    return _lines_fragment(request, compilation.run_id, analysis, snapshot.blob, start, count)
+    return _lines_fragment(request, session, compilation.run_id, analysis, snapshot.blob, start, count)
 
 
 def _debug_info(
@@ -371,7 +294,7 @@ def artifact_view(
 
         data["page"] = _ir_page(session, compilation, rendered, urls, lines_url, _show_all(request))
     response = respond(request, "snapshot.html", data, headers=render.cache_headers(tag))
-    return cache_response(request, run_id, response)
+    return cache_response(request, session, run_id, response)
 
 
 @router.get("/runs/{run_id}/c/{ordinal}/files/{artifact_pk}/view/lines")
@@ -395,7 +318,7 @@ def artifact_lines(
         return unchanged
     kind = render.artifact_kind(artifact.kind)
     analysis = render.analyse_ir(artifact.blob, kind, _text_loader(session, artifact.blob))
-    return _lines_fragment(request, compilation.run_id, analysis, artifact.blob, start, count)
+    return _lines_fragment(request, session, compilation.run_id, analysis, artifact.blob, start, count)
 
 
 # --------------------------------------------------------------------------- a Python line in every pass

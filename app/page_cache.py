@@ -1,0 +1,106 @@
+"""Finished responses of pages that never change, kept per app process.
+
+A snapshot, file or diff page is a function of its blobs, the URL (path and query), the code
+version, whether htmx asked for a fragment, and who is signed in (the top bar names them): all
+immutable once a run is ingested, but for run titles, which a diff page shows and an owner may
+edit: an entry notes the titles it was made with and is used only while they stand. So the encoded body, and a gzipped copy, are kept in an LRU
+bounded by bytes, and a repeat request costs one lookup of the runs it shows (they must still
+exist: a deleted run's pages are 404) instead of a render, a template and a compression.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from fastapi import HTTPException, Request
+from fastapi.responses import Response
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app import render
+from app.models import Run
+
+PAGE_CACHE_BYTES = 256 << 20
+
+
+@dataclass(frozen=True)
+class CachedPage:
+    runs: dict[str, str]  # run id -> its title when the page was made
+    etag: str | None
+    headers: dict[str, str]
+    body: bytes
+    gzipped: bytes | None
+
+
+def page_cache(request: Request) -> render._SizedLRU:
+    state = request.app.state
+    cache = getattr(state, "page_cache", None)
+    if cache is None:
+        cache = state.page_cache = render._SizedLRU(max_bytes=PAGE_CACHE_BYTES, max_items=100_000)
+    return cache
+
+
+def _page_key(request: Request) -> tuple:
+    identity = getattr(request.state, "identity", None)
+    return (
+        request.url.path,
+        request.url.query,
+        request.headers.get("hx-request") == "true",
+        render.RENDER_VERSION,
+        render.BUILD,
+        getattr(identity, "name", None),
+    )
+
+
+def _accepts_gzip(request: Request) -> bool:
+    return "gzip" in request.headers.get("accept-encoding", "")
+
+
+def _serve(request: Request, entry: CachedPage) -> Response:
+    if entry.etag is not None and render.not_modified(request.headers.get("if-none-match"), entry.etag):
+        return Response(status_code=304, headers=render.cache_headers(entry.etag))
+    headers = dict(entry.headers)
+    if entry.gzipped is not None:
+        headers["vary"] = "HX-Request, Accept-Encoding"
+        if _accepts_gzip(request):
+            headers["content-encoding"] = "gzip"  # GZipMiddleware leaves encoded responses alone
+            return Response(entry.gzipped, headers=headers)
+    return Response(entry.body, headers=headers)
+
+
+def cached_response(request: Request, session: Session) -> Response | None:
+    """The cached response for this request, or None; 404 when a run it shows has been deleted."""
+    entry = page_cache(request).get(_page_key(request))
+    if entry is None:
+        return None
+    titles = _titles(session, entry.runs)
+    if len(titles) < len(entry.runs):
+        raise HTTPException(404, "no such run")
+    if titles != entry.runs:
+        return None  # retitled since: render again (the new page replaces this entry)
+    return _serve(request, entry)
+
+
+def _titles(session: Session, run_ids: Iterable[str]) -> dict[str, str]:
+    rows = session.execute(select(Run.id, Run.title).where(Run.id.in_(list(run_ids)))).all()
+    return {run_id: title or "" for run_id, title in rows}
+
+
+def cache_response(
+    request: Request, session: Session, run_ids: str | tuple[str, ...], response: Response
+) -> Response:
+    """Keep a freshly built 200 response for the next request, and serve it from the cache's copy."""
+    body = getattr(response, "body", None)
+    if response.status_code != 200 or not isinstance(body, bytes):
+        return response
+    headers = {
+        key: value for key, value in response.headers.items() if key not in ("content-length", "content-encoding")
+    }
+    level = 6 if len(body) < (4 << 20) else 1
+    gzipped = gzip.compress(body, compresslevel=level, mtime=0) if len(body) >= 2048 else None
+    runs = _titles(session, (run_ids,) if isinstance(run_ids, str) else set(run_ids))
+    entry = CachedPage(runs, headers.get("etag"), headers, body, gzipped)
+    page_cache(request).put(_page_key(request), entry, len(body) + len(gzipped or b"") + 512)
+    return _serve(request, entry)
