@@ -82,7 +82,7 @@ RENDER_VERSION = "3"
 PALETTE_SIZE = 12  # --hl-1 .. --hl-12 in static/app.css
 LARGE_SNAPSHOT_LINES = 5000  # above this, lines are grouped in chunks painted lazily
 CHUNK_LINES = 250
-PAGE_LINES = 500  # a page shows this many lines at first; the rest load as it scrolls
+PAGE_LINES = 200  # a page shows this many lines at first; the rest load as it scrolls
 # Lexers that return to their root state at every newline, so a page of lines lexes on its own
 # (tests/test_highlight.py checks MLIR's; page-by-page renders of every corpus text of these kinds
 # equal whole-text ones). The AMDGCN lexer is not: its texts are lexed whole, then cut into pages.
