@@ -106,3 +106,17 @@ def test_search_pages_list_only_what_the_reader_may_see(tmp_path):
         assert "bob listed" in page.text and ">bob</a>" in page.text and "<time" in page.text
         assert mine["run"] not in page.text
         assert 'href="/search.json?q=owner%3Abob"' in page.text or "/search.json?q=owner:bob" in page.text
+
+
+def test_created_at_carries_its_zone_in_every_json(tmp_path):
+    """The run page, its edit page and search all give created_at as the same zoned ISO 8601 text
+    (SQLite hands back naive datetimes; they are UTC)."""
+    settings = Settings(db_url=fresh_db_url(tmp_path), data_dir=tmp_path, load_demo=False)
+    with TestClient(create_app(settings)) as client:
+        run = ingest_paths(client.app.state.db, [FIXTURE_LOG], title="zoned")
+        page = client.get(f"/runs/{run['run']}.json").json()["created_at"]
+        edit = client.get(f"/runs/{run['run']}/edit.json").json()["created_at"]
+        patched = client.patch(f"/runs/{run['run']}", json={"title": "zoned again"}).json()["created_at"]
+        [found] = client.get("/search.json", params={"q": "zoned"}).json()["runs"]
+    assert page.endswith("+00:00")
+    assert edit == patched == found["created_at"] == page == run["created_at"]
