@@ -78,7 +78,7 @@ __all__ = [
 ]
 
 # Bump when the markup changes: it is part of every ETag.
-RENDER_VERSION = "3"
+RENDER_VERSION = "4"
 PALETTE_SIZE = 12  # --hl-1 .. --hl-12 in static/app.css
 LARGE_SNAPSHOT_LINES = 5000  # above this, lines are grouped in chunks painted lazily
 CHUNK_LINES = 250
@@ -208,9 +208,10 @@ def _cached_lexer(kind: str) -> Lexer:
 
 def line_colour(file: str, line: int) -> int:
     """A stable palette index (1..12) for a Python line: the same line has the same colour in
-    every pass and every page; neighbouring lines of a file differ."""
+    every pass and every page; neighbouring lines of a file differ. Consecutive lines step 5
+    palette entries (coprime with 12), so neighbours get hues far apart, not adjacent shades."""
     base = file.replace("\\", "/").rsplit("/", 1)[-1]
-    return (zlib.crc32(base.encode()) + line) % PALETTE_SIZE + 1
+    return (zlib.crc32(base.encode()) + 5 * line) % PALETTE_SIZE + 1
 
 
 def basename(path: str) -> str:

@@ -108,14 +108,25 @@
     switch (event.key) {
       case "n":
       case "]":
-      case "j":
         step(1);
         break;
       case "p":
       case "[":
-      case "k":
         step(-1);
         break;
+      case "j": // next / previous pass, as on the snapshot page
+      case "k": {
+        const link = document.querySelector(`#diff-page a[rel="${event.key === "j" ? "next" : "prev"}"]`);
+        if (!link) return;
+        window.location.href = link.href;
+        break;
+      }
+      case "d": { // back to the snapshot: the diff's B side
+        const table = document.querySelector("#diff-page [data-b-url]");
+        if (!table) return;
+        window.location.href = table.dataset.bUrl;
+        break;
+      }
       case "u":
         toggleView();
         break;

@@ -90,6 +90,14 @@ def test_step_through_changes_switch_view_and_share_the_link(
     page.keyboard.press("u")
     expect(page.locator("table.diff-table.split")).to_be_visible()
     assert "view=unified" not in page.url
+
+    # j/k step to the next/previous pass's diff, d opens the B snapshot (as on the snapshot page)
+    page.keyboard.press("j")
+    page.wait_for_url(f"**/diff/*-{LLVM + 1}..*-{LLVM + 2}*")
+    page.keyboard.press("k")
+    page.wait_for_url(f"**/diff/*-{LLVM}..*-{LLVM + 1}*")
+    page.keyboard.press("d")
+    page.wait_for_url(f"**/s/{LLVM + 1}")
     assert page_errors == []
 
 
