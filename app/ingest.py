@@ -359,6 +359,7 @@ class Ingest:
             )
             self.session.add(row)
             rows[id(record)] = row
+        _inherit_target(list(rows.values()))
         self.blobs.flush()
         self.session.flush()
 
@@ -415,3 +416,25 @@ class Ingest:
         }
         self.session.flush()
 
+
+def _inherit_target(rows: list[Compilation]) -> None:
+    """A failed compilation made from a diagnostic has no IR to read its target from. When every
+    other compilation of the run comes from the diagnostic's own log and they all agree on the
+    target (or the Triton version), it was compiled by that process for it too; otherwise the
+    field stays unknown."""
+    made = [row for row in rows if row.origin == "diagnostic"]
+    others = [row for row in rows if row.origin != "diagnostic"]
+    if not made or not others:
+        return
+    logs = {row.log_name for row in others}
+    if len(logs) != 1 or None in logs:
+        return
+    (log_name,) = logs
+    for field_name in ("target", "triton_version"):
+        values = {getattr(row, field_name) for row in others}
+        if len(values) != 1 or None in values:
+            continue
+        (value,) = values
+        for row in made:
+            if row.log_name == log_name and getattr(row, field_name) is None:
+                setattr(row, field_name, value)

@@ -2,14 +2,16 @@
 
 - cache and kernel-dump folders to the compilations whose dumps they match (by the cached .ttgir's
   hash among the compilation's snapshots, then .ttir, then an unambiguous kernel name);
-- error diagnostics to the compilation they belong to, or to a new `failed` compilation when their
-  source line lies inside a kernel's function in an uploaded source;
+- error diagnostics to the compilation they belong to, or to a new `failed` compilation of their
+  kernel: the function around an MLIR error's source line in an uploaded source, the `def NAME(`
+  of a CompilationError's excerpt, or a traceback's frame inside a jit function;
 - timing reports to the compilation that printed them.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -128,29 +130,94 @@ def _match(
 
 
 # -- diagnostics -------------------------------------------------------------------------
-def _enclosing_function(text: str, line: int) -> str | None:
+@dataclass(frozen=True)
+class _Function:
+    name: str
+    first: int
+    last: int
+    jit: bool  # decorated with triton.jit, gluon.jit, ... : a kernel (or a helper it calls)
+
+
+def _is_jit(decorator: ast.expr) -> bool:
+    if isinstance(decorator, ast.Call):
+        decorator = decorator.func
+    name = decorator.attr if isinstance(decorator, ast.Attribute) else getattr(decorator, "id", None)
+    return name == "jit"
+
+
+@functools.lru_cache(maxsize=64)
+def _functions(text: str) -> tuple[_Function, ...]:
+    """Every function in a source, outermost first (parsed once per text)."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
-        return None
-    best: ast.AST | None = None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            end = getattr(node, "end_lineno", None) or node.lineno
-            if node.lineno <= line <= end and (best is None or node.lineno >= best.lineno):
-                best = node
+        return ()
+    found = [
+        _Function(node.name, node.lineno, getattr(node, "end_lineno", None) or node.lineno,
+                  any(_is_jit(d) for d in node.decorator_list))
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
+    return tuple(sorted(found, key=lambda function: function.first))
+
+
+def _enclosing_function(text: str, line: int, *, jit_only: bool = False) -> str | None:
+    best: _Function | None = None
+    for function in _functions(text):
+        if function.first <= line <= function.last and (function.jit or not jit_only):
+            best = function  # sorted by first line: the innermost wins
     return best.name if best is not None else None
 
 
-def kernel_for_location(file: str | None, line: int | None, sources: dict[str, str]) -> str | None:
+def kernel_for_location(
+    file: str | None, line: int | None, sources: dict[str, str], *, jit_only: bool = False
+) -> str | None:
     if not file or not line:
         return None
     path = match_source(file, sources.keys())
-    return _enclosing_function(sources[path], line) if path else None
+    return _enclosing_function(sources[path], line, jit_only=jit_only) if path else None
+
+
+def kernel_of_diagnostic(diag: Diagnostic, sources: dict[str, str]) -> str | None:
+    """The kernel a diagnostic is about.
+
+    mlir: the function around its file:line in an uploaded source. compilation_error: the `def NAME(`
+    of its source excerpt. Otherwise (a traceback, or an excerpt that starts below the def line): the
+    first frame, in printed order, that lies in a jit function of an uploaded source; a traceback
+    prints the outermost first, so that is the kernel launched, not a helper it calls."""
+    if diag.kind == "mlir":
+        return kernel_for_location(diag.file, diag.line, sources)
+    if diag.kernel:
+        return diag.kernel
+    for file, line in diag.frames:
+        kernel = kernel_for_location(file, line, sources, jit_only=True)
+        if kernel:
+            return kernel
+    return None
 
 
 def _fails_after(compilation: CompilationRecord, line: int) -> bool:
     return any(s.header.failed and s.line > line for s in compilation.snapshots)
+
+
+def _same_failure(
+    preceding: CompilationRecord | None, kernel: str, python_owners: set[int]
+) -> CompilationRecord | None:
+    """The compilation a Python-side error (a traceback or a CompilationError) of `kernel` belongs to
+    among those already known, if any.
+
+    Triton raises a CompilationError while it turns the function into TTIR, before any pass dump
+    (tests/fixtures/recompile_add_kernel_sm90.log.gz: add_kernel compiled, then compiled again with
+    BLOCK_SIZE=1000), so no compilation with dumps can be the failing one, however near: the error
+    is a compilation of its own. Only a failed compilation without dumps made just before it by an
+    earlier diagnostic (an MLIR error printed while the same call failed) and not yet holding a
+    Python error is the same failure."""
+    if (
+        preceding is not None and preceding.kernel == kernel and not preceding.snapshots
+        and preceding.status == "failed" and id(preceding) not in python_owners
+    ):
+        return preceding
+    return None
 
 
 def resolve_diagnostics(
@@ -160,11 +227,12 @@ def resolve_diagnostics(
     and each diagnostic with the compilation it belongs to (None: the run's own)."""
     compilations = list(log.grouper.compilations)
     inserted = 0
+    python_owners: set[int] = set()  # compilations that hold a traceback or CompilationError
     owned: list[tuple[Diagnostic, CompilationRecord | None]] = []
     for diag, before in log.diagnostics:
         position = before + inserted
         preceding = compilations[position - 1] if position else None
-        kernel = kernel_for_location(diag.file, diag.line, sources)
+        kernel = kernel_of_diagnostic(diag, sources)
         is_error = diag.severity == "error"
         owner: CompilationRecord | None = None
         # MLIR prints a failing pass's error, then its "After ... Failed" dump: the error is that
@@ -172,15 +240,19 @@ def resolve_diagnostics(
         # the same kernel (the same function compiled again with other constants).
         if preceding is not None and _fails_after(preceding, diag.first_line):
             owner = preceding
-        elif kernel and is_error:
+        elif kernel and is_error and diag.kind != "mlir":
+            owner = _same_failure(preceding, kernel, python_owners)
+        if owner is None and kernel and is_error:
             owner = CompilationRecord(kernel, 0, status="failed")
             compilations.insert(position, owner)
             inserted += 1
-        elif kernel and preceding is not None and preceding.kernel == kernel:
+        elif owner is None and kernel and preceding is not None and preceding.kernel == kernel:
             owner = preceding
         if owner is not None and is_error:
             owner.status = "failed"
             owner.status_reason = owner.status_reason or diag.message
+            if diag.kind != "mlir":
+                python_owners.add(id(owner))
         owned.append((diag, owner))
     return compilations, owned
 

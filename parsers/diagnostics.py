@@ -13,7 +13,8 @@ block into records, in order, covering every line exactly once:
   - "traceback": a Python traceback, chained ones ("The above exception was the direct cause ...",
     "During handling of the above exception ...") included in the same record.
   - "compilation_error": a traceback with a Triton `CompilationError`, whose message is
-    `at L:C:`, up to 12 lines of the function's source, a caret, then the error (or nothing).
+    `at L:C:`, up to 12 lines of the function's source, a caret, then the error (or nothing);
+    the excerpt's `def NAME(` line names the kernel (`Diagnostic.kernel`).
 - `LogLines`: everything else (warnings, prints), kept verbatim.
 """
 
@@ -64,6 +65,7 @@ _COMPILATION_AT = re.compile(
     r"^(?:(?P<type>[\w.]*CompilationError): )?at (?:(?P<file>.+?):)?(?P<line>\d+):(?P<col>\d+):(?P<rest>.*)$"
 )
 _SOURCE_MISSING = ("<source unavailable>", "<source empty>")
+_DEF_LINE = re.compile(r"^\s*(?:async\s+)?def\s+(?P<name>[A-Za-z_]\w*)\s*\(")
 
 
 @dataclass
@@ -85,6 +87,12 @@ class Diagnostic:
     # mlir: the note lines attached to this diagnostic, as logged. traceback and compilation_error:
     # the "ExcType: message" line of each earlier exception of the chain, in printed order.
     notes: list[str] = field(default_factory=list)
+    # traceback and compilation_error: every (file, line) frame of the chain, in printed order.
+    frames: list[tuple[str, int]] = field(default_factory=list)
+    # compilation_error: the function being compiled, from the `def NAME(` line of the outermost
+    # CompilationError's source excerpt (the excerpt starts at the def only when the error's line is
+    # at most 12); a nested helper's error names the kernel that called it.
+    kernel: str | None = None
 
     @property
     def last_line(self) -> int:
@@ -346,6 +354,28 @@ def _compilation_error(
     return None
 
 
+def _compiled_function(lines: Lines, segments: list[_Segment]) -> str | None:
+    """The `def NAME(` of the chain's last (outermost: the kernel triton.compile was given)
+    CompilationError excerpt, when that excerpt starts at the function's first line."""
+    last: tuple[re.Match[str], int] | None = None
+    for segment in segments:
+        if segment.exception is None:
+            continue
+        for index in range(segment.message_start, segment.end):
+            text = segment.first_message if index == segment.message_start else lines[index][1]
+            header = _is_compilation_header(text, segment.exception_type if index == segment.message_start else None)
+            if header is not None:
+                last = header, index
+    if last is None:
+        return None
+    header, index = last
+    # Triton prints the last 12 source lines up to the error's line, counted from the def line (1).
+    if int(header["line"]) > _EXCERPT_LINES - 1 or index + 1 >= len(lines):
+        return None
+    match = _DEF_LINE.match(lines[index + 1][1])
+    return match["name"] if match else None
+
+
 def _grouped_exceptions(lines: Lines, start: int, end: int) -> list[str]:
     """The `| ExcType: message` lines inside an exception group's box: the group's, then its members'."""
     found = (_GROUPED_EXCEPTION.match(lines[index][1]) for index in range(start, end))
@@ -372,10 +402,12 @@ def _parse_traceback_at(lines: Lines, start: int) -> tuple[Diagnostic, int] | No
     file, line = innermost if innermost else (None, None)
     col: int | None = None
     kind = "traceback"
+    kernel: str | None = None
     compilation = _compilation_error(lines, segments)
     if compilation is not None:
         kind = "compilation_error"
         message, line, col, file = compilation
+        kernel = _compiled_function(lines, segments)
     diagnostic = Diagnostic(
         kind=kind,
         severity="error",
@@ -386,6 +418,8 @@ def _parse_traceback_at(lines: Lines, start: int) -> tuple[Diagnostic, int] | No
         text=_joined(lines, start, end),
         first_line=lines[start][0],
         notes=notes,
+        frames=[frame for segment in segments for frame in segment.frames],
+        kernel=kernel,
     )
     return diagnostic, end
 

@@ -24,6 +24,7 @@ CORPUS_DIRS = [Path("/tmp/corpus"), Path(__file__).resolve().parents[2] / "share
 GAP_FIXTURES = [
     "compilation_error_nested_triton39.txt",
     "compilation_error_triton39.txt",
+    "interpreter_error_triton39.txt",
     "mlir_diagnostics_mlir_opt.txt",
     "mlir_error_gfx1250.txt",
     "python_warning_inductor.txt",
@@ -340,6 +341,8 @@ def test_triton_compilation_error_points_into_the_kernel():
     # "at 4:28:": line 4 of the function's source, counting its def line as 1; col 0-based.
     assert (failure.file, failure.line, failure.col) == (None, 4, 28)
     assert failure.notes == ["ValueError: arange's range must be a power of 2"]
+    assert failure.kernel == "arange_kernel"  # the excerpt's def line
+    assert failure.frames[-1][0].endswith("triton/compiler/compiler.py")
     # The source excerpt holds a blank line; the record still runs to the error under the caret.
     assert failure.text.splitlines()[-6:] == [
         "def arange_kernel(out_ptr, BLOCK: tl.constexpr):",
@@ -365,6 +368,8 @@ def test_nested_compilation_error_reports_the_innermost_location():
         "triton.compiler.errors.CompilationError: at 2:25:",
     ]
     assert failure.text.endswith("    values = load_helper(out_ptr, BLOCK)\n             ^")
+    # The compilation is of the kernel triton.compile was given, not of the helper that failed in it.
+    assert failure.kernel == "outer_kernel"
     assert_covers(lines, records)
 
 
@@ -383,3 +388,12 @@ def test_mlir_error_then_traceback_then_timing_are_separate_records(tmp_path):
     assert records[1].message == "RuntimeError: PassManager::run failed"
     assert isinstance(records[2], TimingReport) and records[2].complete
     assert_covers(lines, records)
+
+
+def test_interpreter_traceback_keeps_every_frame_and_names_no_kernel_itself():
+    lines = fixture_lines("interpreter_error_triton39.txt")
+    [failure] = parse_gap(lines, strict=True)
+    assert (failure.kind, failure.kernel) == ("traceback", None)  # the frames say which: see linking
+    assert failure.message == 'triton.runtime.errors.InterpreterError: ValueError("arange\'s range must be a power of 2")'
+    assert ("/tmp/irl_gen/tc/kernels.py", 9) in failure.frames
+    assert failure.frames[-1] == ("/tmp/irl_tritonvenv/lib/python3.11/site-packages/triton/runtime/interpreter.py", 1515)

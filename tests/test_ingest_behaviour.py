@@ -163,3 +163,68 @@ def test_cli_ingest_json_and_serve_get(tmp_path):
         capture_output=True, check=True, env=env,
     ).stdout
     assert raw.rstrip(b"\n") == LOG[BANNERS[1] : BANNERS[2]].partition(b"\n")[2].rstrip(b"\n")
+
+
+# -- Python-side errors: CompilationErrors and tracebacks mark their compilation failed ---------------
+COMPILATION_ERROR = (FIXTURES / "compilation_error_triton39.txt").read_bytes()
+POWER_OF_2 = "arange's range must be a power of 2"
+
+
+def brief(run: dict) -> list[tuple]:
+    return [(c["kernel"], c["origin"], c["status"], c["status_reason"], c["target"]) for c in run["compilations"]]
+
+
+def test_compilation_error_after_a_good_compilation_of_the_same_kernel_is_a_new_failed_one(db, tmp_path):
+    # Real: add_kernel compiled with BLOCK_SIZE=1024, then with 1000. Triton raises the CompilationError
+    # in ast_to_ttir, before any dump, so the good compilation stays ok and the error is a second one.
+    log = (FIXTURES / "recompile_add_kernel_triton39.log.gz").read_bytes()
+    run = ingest_paths(db, [write(tmp_path, "dump.log.gz", log)])
+    assert brief(run) == [
+        ("add_kernel", "log", "ok", None, "cuda:90"),
+        # Every other compilation of the run comes from this log and was built for cuda:90.
+        ("add_kernel", "diagnostic", "failed", POWER_OF_2, "cuda:90"),
+    ]
+    assert run["compilations"][0]["snapshots"] == {"mlir": 76, "internal": 2, "llvm": 0}
+    assert run["diagnostics"] == []  # only diagnostics of no compilation stay at the top
+    [diagnostic] = run["compilation_diagnostics"]
+    assert (diagnostic["kind"], diagnostic["compilation"], diagnostic["kernel"]) == ("compilation_error", 2, "add_kernel")
+
+
+def test_compilation_error_appended_to_a_log_marks_its_kernel_failed_in_log_order(db, tmp_path):
+    after = ingest_paths(db, [write(tmp_path, "after.log", LOG + COMPILATION_ERROR)])
+    assert brief(after) == [
+        ("add_kernel", "log", "ok", None, "cuda:90"),
+        ("arange_kernel", "diagnostic", "failed", POWER_OF_2, "cuda:90"),
+    ]
+    assert after["diagnostics"] == [] and after["compilation_diagnostics"][0]["compilation"] == 2
+    before = ingest_paths(db, [write(tmp_path, "before.log", COMPILATION_ERROR + LOG)])
+    assert [(c["kernel"], c["status"]) for c in before["compilations"]] == [("arange_kernel", "failed"), ("add_kernel", "ok")]
+
+
+def test_compilation_error_alone_or_from_another_log_gets_no_borrowed_target(db, tmp_path):
+    alone = ingest_paths(db, [FIXTURES / "compilation_error_triton39.txt"])
+    assert brief(alone) == [("arange_kernel", "diagnostic", "failed", POWER_OF_2, None)]
+    assert alone["diagnostics"] == []
+    # The error's own log says nothing about its target: the other log's compilations may be another process's.
+    apart = ingest_paths(db, [write(tmp_path, "dump.log", LOG), FIXTURES / "compilation_error_triton39.txt"])
+    assert brief(apart) == [
+        ("add_kernel", "log", "ok", None, "cuda:90"),
+        ("arange_kernel", "diagnostic", "failed", POWER_OF_2, None),
+    ]
+
+
+def test_nested_compilation_error_fails_the_kernel_not_its_helper(db):
+    run = ingest_paths(db, [FIXTURES / "compilation_error_nested_triton39.txt"])
+    assert brief(run) == [("outer_kernel", "diagnostic", "failed", POWER_OF_2, None)]
+
+
+def test_traceback_with_a_frame_in_an_uploaded_jit_function_fails_that_kernel(db, tmp_path):
+    traceback = FIXTURES / "interpreter_error_triton39.txt"
+    source = write(tmp_path, "kernels.py", (FIXTURES / "triton39_src" / "kernels.py").read_bytes())
+    run = ingest_paths(db, [traceback, source])
+    reason = 'triton.runtime.errors.InterpreterError: ValueError("arange\'s range must be a power of 2")'
+    assert brief(run) == [("add_kernel", "diagnostic", "failed", reason, None)]
+    assert run["diagnostics"] == []
+    # Without the source nothing says which kernel it was: the traceback is the run's.
+    alone = ingest_paths(db, [traceback])
+    assert alone["compilations"] == [] and [d["kind"] for d in alone["diagnostics"]] == ["traceback"]
