@@ -58,6 +58,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from app.urls import Urls
     from parsers.sources import Limits
 
+    missing = [path for path in args.paths if not os.path.exists(path)]
+    if missing:  # a mistyped path: ingest none rather than a run without it
+        for path in missing:
+            print(f"irlens: {path} does not exist; nothing was ingested", file=sys.stderr)
+        return 2
     settings = _settings(args)
     db = Database(settings.database_url)
     total = sum(os.path.getsize(p) for p in args.paths if os.path.isfile(p)) or None

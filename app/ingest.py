@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import posixpath
 import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -48,6 +49,8 @@ _SNAPSHOT_COLUMNS = (
     "stage", "changed", "line", "size", "line_count", "blob", "header",
 )
 Progress = Callable[[str, int], None]
+_KEPT_ROLES = {"log", "source", "cache-group", "cache-stage", "cache-binary", "cache-metadata"}
+MAX_REASONS = 10  # files named in the error for an upload with nothing to ingest
 
 
 class IngestError(Exception):
@@ -176,12 +179,22 @@ class Ingest:
         for skipped in walker.skipped:
             self._problem("skipped", f"skipped: {skipped.reason}", path=skipped.path)
             self.inputs.append({"path": skipped.path, "size": None, "role": "skipped", "note": skipped.reason})
-        if not self.inputs:
-            raise IngestError("the upload is empty: no files were found in it")
-        if all(record["size"] == 0 for record in self.inputs if record["role"] != "skipped"):
-            raise IngestError("the upload is empty: every file in it has zero bytes")
+        self._check_something_ingested()
         self._write()
         return self.run
+
+    def _check_something_ingested(self) -> None:
+        """Refuse an upload that gives nothing to keep, saying why for each of its files."""
+        if not self.inputs:
+            raise IngestError("the upload is empty: no files were found in it")
+        if any(record["role"] in _KEPT_ROLES and record["size"] for record in self.inputs):
+            return
+        if all(record["role"] != "skipped" and record["size"] == 0 for record in self.inputs):
+            raise IngestError("the upload is empty: every file in it has zero bytes")
+        reasons = [f"{record['path']}: {record['note'] or record['role']}" for record in self.inputs]
+        if len(reasons) > MAX_REASONS:
+            reasons[MAX_REASONS:] = [f"and {len(reasons) - MAX_REASONS} more"]
+        raise IngestError("nothing in the upload can be ingested: " + "; ".join(reasons))
 
     # -- per file ----------------------------------------------------------------
     def _ingest_file(self, input_file: InputFile) -> None:
@@ -261,11 +274,13 @@ class Ingest:
         text = _LogText()
         start = self.bytes_read
         replaced = 0
+        dumps = 0  # dumps and dump banners, parsed or not
 
         def process(record, digest: str | None) -> None:
-            nonlocal replaced
+            nonlocal replaced, dumps
             kind = type(record)
             if kind is Dump:
+                dumps += 1
                 self._add_dump(result, record, path, digest)
             elif kind is GapBlock:
                 if len(record.lines) == 1 and not record.lines[0][1]:
@@ -276,6 +291,7 @@ class Ingest:
                     self._add_gap_record(result, parsed)
                 replaced += sum(1 for _, line in record.lines if "\ufffd" in line)
             elif isinstance(record, UnknownBanner):
+                dumps += 1
                 self._problem("warning", "a dump banner irlens cannot parse; kept as log text",
                               path=path, line=record.line, header=record.text)
 
@@ -289,6 +305,11 @@ class Ingest:
                 f"{orphan.header.kind} dump of {kernel or 'an unknown kernel'} before any compilation in this log; "
                 "kept, but not part of a compilation",
                 path=path, line=orphan.line, header=orphan.header.raw, blob=orphan.blob,
+            )
+        if not dumps and not result.diagnostics and not result.timings and self.bytes_read > start:
+            self._problem(
+                "warning", f"no Triton IR, diagnostics or timing report found in {posixpath.basename(path)}; "
+                "kept as log lines", path=path,
             )
         self.logs.append(result)
         digest, size, compressed = text.finish()

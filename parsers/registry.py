@@ -49,7 +49,7 @@ FORMATS: list[InputFormat] = [
     InputFormat("source", "Python source the IR's loc() entries point at", lambda path, head: path.endswith(".py")),
     InputFormat(
         "ignored",
-        "Cache bookkeeping irlens does not need (autotune results, launcher libraries)",
+        "Not needed by irlens: autotune results, compiled Python (.pyc), launcher libraries (.so), .DS_Store",
         lambda path, head: path.endswith((".autotune.json", ".pyc", ".so")) or posixpath.basename(path) == ".DS_Store",
     ),
     InputFormat("binary", "Binary data that is not a log", lambda path, head: _is_binary_data(head)),

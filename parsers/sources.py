@@ -119,6 +119,9 @@ class SourceWalker:
             # The path itself was chosen by the caller, so a symlink here is followed; links found
             # inside folders and archives are not.
             info = os.stat(path)
+        except FileNotFoundError:
+            self._skip(display, f"{path} does not exist")
+            return
         except OSError as err:
             self._skip(display, f"unreadable: {err.strerror or err}")
             return

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from app.blobs import BlobReader
 from app.ingest import Ingest, IngestError
 from app.models import Blob, Compilation, InputRecord, Problem, Snapshot
-from tests.conftest import FIXTURES, corpus_archive, ingest_paths
+from tests.conftest import FIXTURES, REPO, corpus_archive, ingest_paths
 
 LOG = gzip.decompress((FIXTURES / "sm90_add_kernel_dump.log.gz").read_bytes())
 BANNERS = [m.start() for m in re.finditer(rb"^// -----// ", LOG, re.MULTILINE)]
@@ -111,8 +111,78 @@ def test_non_utf8_binary_and_empty_files_get_clear_messages_and_the_rest_is_kept
 def test_an_empty_upload_is_refused_with_a_clear_error(db, tmp_path):
     with db.session() as session, pytest.raises(IngestError, match="empty"):
         Ingest(session).ingest([write(tmp_path, "empty.log", b"")])
-    with db.session() as session, pytest.raises(IngestError, match="empty"):
-        Ingest(session).ingest([tmp_path / "nothing-here"])  # missing path: nothing to ingest
+    with db.session() as session, pytest.raises(IngestError, match="every file in it has zero bytes"):
+        Ingest(session).ingest([write(tmp_path, "empty.log", b""), write(tmp_path, "empty.txt", b"")])
+    (tmp_path / "folder").mkdir()
+    with db.session() as session, pytest.raises(IngestError, match="no files were found"):
+        Ingest(session).ingest([tmp_path / "folder"])
+
+
+def test_a_missing_path_is_named_as_missing(db, tmp_path):
+    missing = tmp_path / "nothing-here"
+    with db.session() as session, pytest.raises(IngestError) as error:
+        Ingest(session).ingest([missing])
+    assert str(error.value) == f"nothing in the upload can be ingested: nothing-here: {missing} does not exist"
+
+
+def test_an_upload_with_nothing_to_ingest_lists_every_reason(db, tmp_path):
+    import py_compile
+
+    demo = (REPO / "app" / "demo" / "demo.tar.xz").read_bytes()
+    compiled = py_compile.compile(str(FIXTURES / "triton39_src" / "kernels.py"), cfile=str(tmp_path / "kernels.pyc"))
+    paths = [
+        write(tmp_path, "cut.tar.xz", demo[:2000]),  # a real capture cut short
+        tmp_path / "kernels.pyc",
+        write(tmp_path, "empty.log", b""),
+        tmp_path / "nothing-here",
+    ]
+    assert compiled == str(paths[1])
+    with db.session() as session, pytest.raises(IngestError) as error:
+        Ingest(session).ingest(paths)
+    message = str(error.value)
+    assert message.startswith("nothing in the upload can be ingested: ")
+    for reason in (
+        "cut.tar.xz: corrupt archive: truncated",
+        "kernels.pyc: Not needed by irlens: autotune results, compiled Python (.pyc)",
+        "empty.log: empty file",
+        f"nothing-here: {tmp_path / 'nothing-here'} does not exist",
+    ):
+        assert reason in message
+    assert "zero bytes" not in message
+
+
+def test_text_without_ir_diagnostics_or_timing_is_kept_as_a_log_with_a_warning(db, tmp_path):
+    notes = write(tmp_path, "notes.csv", b"kernel,BLOCK_SIZE,ms\nadd_kernel,1024,0.012\n")
+    warning_log = FIXTURES / "python_warning_inductor.txt"  # a real log holding one Python warning only
+    run = ingest_paths(db, [notes, warning_log])  # nothing else in the upload: still a run
+    assert run["compilations"] == [] and run["diagnostics"] == []
+    warnings = {(w["path"], w["message"]) for w in run["warnings"]}
+    assert warnings == {
+        ("notes.csv", "no Triton IR, diagnostics or timing report found in notes.csv; kept as log lines"),
+        (warning_log.name, f"no Triton IR, diagnostics or timing report found in {warning_log.name}; kept as log lines"),
+    }
+    reader = BlobReader()
+    with db.session() as session:
+        kept = dict(session.execute(select(InputRecord.path, InputRecord.log_blob)).all())
+        assert reader.get(session, kept["notes.csv"]) == notes.read_bytes()  # nothing lost
+        assert reader.get(session, kept[warning_log.name]) == warning_log.read_bytes()
+    # A log with IR, a diagnostic or a timing report gets no such warning.
+    quiet = ingest_paths(db, [write(tmp_path, "dump.log", LOG), FIXTURES / "compilation_error_triton39.txt",
+                              FIXTURES / "timing_report_sm90.txt"])
+    assert not [w for w in quiet["warnings"] if "no Triton IR" in w["message"]]
+
+
+def test_cli_refuses_a_missing_path_and_ingests_nothing(tmp_path):
+    db_url = f"sqlite:///{tmp_path / 'cli.db'}"
+    missing = tmp_path / "nothing-here"
+    for paths in ([missing], [FIXTURES / "compilation_error_triton39.txt", missing]):
+        result = subprocess.run(
+            [sys.executable, "-m", "app.cli", "ingest", "--db", db_url, *map(str, paths)],
+            capture_output=True, text=True, check=False,
+        )
+        assert result.returncode != 0
+        assert result.stderr == f"irlens: {missing} does not exist; nothing was ingested\n"
+        assert result.stdout == ""
 
 
 def test_a_failed_ingest_leaves_no_partial_run(db, tmp_path, monkeypatch):
