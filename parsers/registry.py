@@ -1,6 +1,10 @@
 """The one list of input formats: which parser applies to which uploaded file.
 
-Adding a format means adding a module and one entry here. Order matters: the first match wins.
+Each entry names the role a matching file plays; app/ingest.py (Ingest._ingest_file) has one
+handler per role, since storing is not the parsers' business. Adding a format means a parser
+module, an entry here, and, for a new role, its handler there. Order matters: the first match wins.
+Inside a log, the dump formats (mlir_dump, llvm_dump) and timing reports are told apart by
+parsers/log.py, which scans the stream once for all of them.
 """
 
 from __future__ import annotations
