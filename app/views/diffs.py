@@ -56,7 +56,7 @@ diff_cache = DiffCache(capacity=32)
 
 VIEWS = ("split", "unified")
 CONTEXT_CHOICES = (3, 5, 10, 25)
-INLINE_ROWS = 500  # rows rendered with the page; later chunks load as they scroll into view
+INLINE_ROWS = 200  # rows rendered with the page; later chunks load as they scroll into view
 CHUNK_ROWS = 250  # rows per lazily loaded chunk
 EXPAND_STEP = 20  # rows an "expand up/down" click reveals in a long unchanged run
 
