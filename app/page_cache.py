@@ -6,11 +6,17 @@ immutable once a run is ingested, but for run titles, which a diff page shows an
 edit: an entry notes the titles it was made with and is used only while they stand. So the encoded body, and a gzipped copy, are kept in an LRU
 bounded by bytes, and a repeat request costs one lookup of the runs it shows (they must still
 exist: a deleted run's pages are 404) instead of a render, a template and a compression.
+
+That lookup is half the cost of a cached page, so its answer is trusted for RECHECK_SECONDS. A
+change made through this process (`forget_runs`) shows at once; one made through another worker
+process shows within that time.
 """
 
 from __future__ import annotations
 
 import gzip
+import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -23,6 +29,11 @@ from app import render
 from app.models import Run
 
 PAGE_CACHE_BYTES = 256 << 20
+RECHECK_SECONDS = 1.0
+
+# run ids -> (their titles, when read): the lookups of the last RECHECK_SECONDS, per process.
+_checked: dict[tuple[str, ...], tuple[dict[str, str], float]] = {}
+_checked_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -75,12 +86,33 @@ def cached_response(request: Request, session: Session) -> Response | None:
     entry = page_cache(request).get(_page_key(request))
     if entry is None:
         return None
-    titles = _titles(session, entry.runs)
+    titles = _current_titles(session, tuple(entry.runs))
     if len(titles) < len(entry.runs):
         raise HTTPException(404, "no such run")
     if titles != entry.runs:
         return None  # retitled since: render again (the new page replaces this entry)
     return _serve(request, entry)
+
+
+def _current_titles(session: Session, run_ids: tuple[str, ...]) -> dict[str, str]:
+    now = time.monotonic()
+    with _checked_lock:
+        known = _checked.get(run_ids)
+    if known is not None and now - known[1] < RECHECK_SECONDS:
+        return known[0]
+    titles = _titles(session, run_ids)
+    with _checked_lock:
+        if len(_checked) > 10_000:
+            _checked.clear()
+        _checked[run_ids] = (titles, now)
+    return titles
+
+
+def forget_runs(*run_ids: str) -> None:
+    """Runs retitled or deleted here: their cached pages are checked again at the next request."""
+    with _checked_lock:
+        for key in [key for key in _checked if set(key) & set(run_ids)]:
+            del _checked[key]
 
 
 def _titles(session: Session, run_ids: Iterable[str]) -> dict[str, str]:

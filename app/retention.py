@@ -30,6 +30,7 @@ from app.models import (
     Source,
     Timing,
 )
+from app.page_cache import forget_runs
 
 log = logging.getLogger("irlens")
 
@@ -126,6 +127,7 @@ def delete_run(db: Database, run_id: str, reason: str = "deleted") -> Deleted | 
             try:
                 removed = collect_blobs(session, candidates)
                 session.commit()
+                forget_runs(run_id)
             except IntegrityError:
                 session.rollback()
                 if attempt == 2:

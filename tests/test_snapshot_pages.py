@@ -451,3 +451,27 @@ def test_a_deleted_runs_cached_pages_are_404(tmp_path):
         assert client.delete(f"/runs/{run['run']}").status_code == 200
         for url in urls:
             assert client.get(url).status_code == 404
+
+
+def test_a_run_deleted_by_another_worker_is_404_once_the_recheck_time_passes(tmp_path, monkeypatch):
+    """Another worker process deletes the run: nothing tells this one, whose cached pages trust their
+    last lookup for RECHECK_SECONDS and then look again."""
+    from app import page_cache
+    from app.retention import _delete_rows
+
+    client, run = make_site(tmp_path, [FIXTURES / "sm90_add_kernel_dump.log.gz"])
+    with client:
+        url = get_json(client, run["compilations"][0]["url"])["snapshots"][3]["url"]
+        assert client.get(url).status_code == 200
+        assert client.get(url).status_code == 200  # cached, and its run's lookup remembered
+        database = Database(client.app.state.settings.db_url)
+        try:
+            with database.session() as session:  # as another process would: no forget_runs here
+                _delete_rows(session, run["run"])
+                session.commit()
+        finally:
+            database.dispose()
+        monkeypatch.setattr(page_cache, "RECHECK_SECONDS", 3600.0)
+        assert client.get(url).status_code == 200  # within the recheck time: the cached page
+        monkeypatch.setattr(page_cache, "RECHECK_SECONDS", 0.0)
+        assert client.get(url).status_code == 404

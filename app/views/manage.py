@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from app.auth import Identity, IdentityDep, check_may_change, may_change, visible_runs
 from app.models import Run
+from app.page_cache import forget_runs
 from app.queries import _iso
 from app.retention import delete_run
 from app.search import search_runs
@@ -127,6 +128,7 @@ def edit_form(
     listed_value = None if listed is None else listed.lower() not in ("", "0", "off", "false")
     changed = _apply(run, title, parse_tags(tags) if tags is not None else None, listed_value)
     session.commit()
+    forget_runs(run.id)
     _log_change(identity, run, changed)
     if _prefers_html(request):
         return RedirectResponse(urls.run(run.id), status_code=303)
@@ -162,6 +164,7 @@ def edit_json(
     tags = parse_tags(changes["tags"]) if "tags" in changes else None
     changed = _apply(run, title, tags, listed)
     session.commit()
+    forget_runs(run.id)
     _log_change(identity, run, changed)
     return run_fields(run, urls, identity, settings)
 
