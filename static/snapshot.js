@@ -423,8 +423,10 @@
           const button = document.createElement("button");
           button.type = "button";
           button.className = "fold";
+          const locOnly = run.length - shown.length; /* hidden location lines sit inside the range too */
           button.textContent = "⋯ " + shown.length + " line" + (shown.length === 1 ? "" : "s") + " (L" +
-            run[0].id.slice(1) + "–" + run[run.length - 1].id.slice(1) + ")";
+            run[0].id.slice(1) + "–" + run[run.length - 1].id.slice(1) +
+            (locOnly ? ", and " + locOnly + " location line" + (locOnly === 1 ? "" : "s") : "") + ")";
           const members = run;
           button.addEventListener("click", function () {
             members.forEach(function (element) { element.classList.add("unfold"); });
