@@ -237,7 +237,7 @@ class Rendered:
     op_lines: dict[str, int]  # lines marked per group (ops, plus descriptor-carrying lines for TMA)
     loc_lines: int  # lines with a location
     loc_tokens: int = 0  # location tokens (loc(...), .loc) that the "hide locations" toggle hides
-    size: int = 0  # approximate bytes held, for the cache
+    size: int = 0  # approximate bytes held
 
     @property
     def line_count(self) -> int:
@@ -344,7 +344,6 @@ class _SizedLRU:
             self.bytes = 0
 
 
-_RENDERED = _SizedLRU(max_bytes=384 << 20, max_items=512)
 _SOURCES = _SizedLRU(max_bytes=32 << 20, max_items=256)
 _OPS = _SizedLRU(max_bytes=16 << 20, max_items=100_000)
 _INDEXES = _SizedLRU(max_bytes=64 << 20, max_items=4096)
@@ -354,7 +353,7 @@ _PAGES = _SizedLRU(max_bytes=384 << 20, max_items=8192)
 
 def clear_caches() -> None:
     """Forget every cached result (tests use this to time a cold render)."""
-    for cache in (_RENDERED, _SOURCES, _OPS, _INDEXES, _ANALYSES, _PAGES):
+    for cache in (_SOURCES, _OPS, _INDEXES, _ANALYSES, _PAGES):
         cache.clear()
     _LEXERS.clear()
 
@@ -365,17 +364,14 @@ TextLoader = Callable[[], str | None]
 def render_ir(
     digest: str, kind: str, load_text: TextLoader, debug_info: tuple[str, TextLoader] | None = None
 ) -> Rendered:
-    """The rendered text of blob ``digest`` as ``kind`` ("mlir", "llvm", "ptx"...), every line, cached.
+    """The rendered text of blob ``digest`` as ``kind`` ("mlir", "llvm", "ptx"...), every line.
 
     ``debug_info`` is (hash, loader) of another LLVM IR text whose ``!DILocation`` metadata
     this one's ``!dbg !N`` references use: LLVM's function-scope pass dumps print a function
     without the module's metadata, which the compilation's latest module dump before it has.
-    Pages use :func:`analyse_ir` and :func:`page_lines` instead, which mark up only what is shown.
+    Pages use :func:`analyse_ir` and :func:`page_lines` instead, which mark up only what is shown;
+    both caches (the analysis and the marked-up pages) serve this too.
     """
-    key = (digest, kind, debug_info[0] if debug_info else None)
-    cached = _RENDERED.get(key)
-    if cached is not None:
-        return cached
     analysis = analyse_ir(digest, kind, load_text, debug_info)
     html_lines: list[str] = []
     loc_tokens = 0
@@ -383,9 +379,7 @@ def render_ir(
         lines, tokens = _page(analysis, page)
         html_lines.extend(lines)
         loc_tokens += tokens
-    rendered = _rendered_from(analysis, html_lines, loc_tokens)
-    _RENDERED.put(key, rendered, rendered.size)
-    return rendered
+    return _rendered_from(analysis, html_lines, loc_tokens)
 
 
 def analyse_ir(
@@ -474,13 +468,8 @@ def ops_counts(digest: str, load_text: TextLoader) -> dict[str, int]:
     cached = _OPS.get(key)
     if cached is not None:
         return cached
-    rendered = (
-        _ANALYSES.get((digest, "mlir", None))
-        or _ANALYSES.get((digest, "llvm", None))
-        or _RENDERED.get((digest, "mlir", None))
-        or _RENDERED.get((digest, "llvm", None))
-    )
-    counts = dict(rendered.ops) if rendered is not None else count_groups(load_text() or "")
+    analysis = _ANALYSES.get((digest, "mlir", None)) or _ANALYSES.get((digest, "llvm", None))
+    counts = dict(analysis.ops) if analysis is not None else count_groups(load_text() or "")
     _OPS.put(key, counts, 64 * len(counts) + 64)
     return counts
 
@@ -488,9 +477,9 @@ def ops_counts(digest: str, load_text: TextLoader) -> dict[str, int]:
 def source_index(digest: str, kind: str, load_text: TextLoader) -> SourceIndex:
     """The (file, line) -> IR lines index of a blob, from its render when cached, else from
     its locations alone (no highlighting), cached by hash."""
-    rendered = _ANALYSES.get((digest, kind, None)) or _RENDERED.get((digest, kind, None))
-    if rendered is not None:
-        return _index_of(rendered.by_source)
+    analysis = _ANALYSES.get((digest, kind, None))
+    if analysis is not None:
+        return _index_of(analysis.by_source)
     key = (digest, kind, "index")
     cached = _INDEXES.get(key)
     if cached is not None:
@@ -518,7 +507,6 @@ def cache_stats() -> dict[str, dict[str, int]]:
     return {
         name: {"items": len(cache.items), "bytes": cache.bytes, "hits": cache.hits, "misses": cache.misses}
         for name, cache in (
-            ("rendered", _RENDERED),
             ("sources", _SOURCES),
             ("ops", _OPS),
             ("indexes", _INDEXES),

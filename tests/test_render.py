@@ -169,11 +169,13 @@ def test_renders_are_cached_by_blob_hash_and_kind():
         calls.append(1)
         return (LOC_FIXTURES / "add_kernel.ttgir").read_text()
 
-    first = render.render_ir("cache-test", "mlir", load)
-    again = render.render_ir("cache-test", "mlir", load)
-    assert again is first and len(calls) == 1
-    render.render_ir("cache-test", "text", load)
-    assert len(calls) == 2  # another kind is another render
+    first = render.analyse_ir("cache-test", "mlir", load)
+    assert render.analyse_ir("cache-test", "mlir", load) is first and len(calls) == 1
+    lines = render.page_lines(first, 0, 20)
+    assert render.page_lines(first, 0, 20) == lines and len(calls) == 1
+    assert render.render_ir("cache-test", "mlir", load).lines[:20] == lines and len(calls) == 1
+    render.analyse_ir("cache-test", "text", load)
+    assert len(calls) == 2  # another kind is another analysis
     assert render.ops_counts("cache-test", load) == first.ops and len(calls) == 2
 
 
@@ -242,7 +244,5 @@ def test_largest_corpus_snapshot_renders_once_then_from_the_cache(sm90_matmul_de
     assert rendered.line_count == len(text.split("\n"))
     assert rendered.large == (rendered.line_count > render.LARGE_SNAPSHOT_LINES)
     assert sum(rendered.chunk_sizes()) == rendered.line_count
-    assert (
-        render.render_ir(digest, "mlir", lambda: pytest.fail("a cached render must not reload the text"))
-        is rendered
-    )
+    again = render.render_ir(digest, "mlir", lambda: pytest.fail("a cached analysis must not reload the text"))
+    assert again.lines == rendered.lines  # from the cached analysis and pages
