@@ -207,7 +207,7 @@ def _same_failure(
     among those already known, if any.
 
     Triton raises a CompilationError while it turns the function into TTIR, before any pass dump
-    (tests/fixtures/recompile_add_kernel_sm90.log.gz: add_kernel compiled, then compiled again with
+    (tests/fixtures/recompile_add_kernel_triton39.log.gz: add_kernel compiled, then compiled again with
     BLOCK_SIZE=1000), so no compilation with dumps can be the failing one, however near: the error
     is a compilation of its own. Only a failed compilation without dumps made just before it by an
     earlier diagnostic (an MLIR error printed while the same call failed) and not yet holding a

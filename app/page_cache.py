@@ -1,12 +1,13 @@
 """Finished responses of pages that never change, kept per app process.
 
-A snapshot, file or diff page is a function of its blobs, the URL (path and query), the code
-version, whether htmx asked for a fragment, and who is signed in (the top bar names them): all
-immutable once a run is ingested, but for run titles, which a diff page shows and an owner may
-edit; an entry notes the titles it was made with and is used only while they stand. So the
-encoded body, and a gzipped copy, are kept in an LRU bounded by bytes, and a repeat request costs
-one lookup of the runs it shows (they must still exist: a deleted run's pages are 404) instead of
-a render, a template and a compression.
+A snapshot, file or diff page is a function of its blobs, the URL (path and query), whether htmx
+asked for a fragment, and who is signed in (the top bar names them); the code cannot change under
+a running process, so its version is no part of the key. All of that is immutable once a run is
+ingested, but for run titles, which a diff page shows and an owner may edit: an entry notes the
+titles it was made with and is used only while they stand. So the encoded body, and a gzipped
+copy, are kept in an LRU bounded by bytes, and a repeat request costs one lookup of the runs it
+shows (they must still exist: a deleted run's pages are 404) instead of a render, a template and
+a compression.
 
 That lookup is half the cost of a cached page, so its answer is trusted for RECHECK_SECONDS. A
 change made through this process (`forget_runs`) shows at once; one made through another worker
@@ -60,8 +61,6 @@ def _page_key(request: Request) -> tuple:
         request.url.path,
         request.url.query,
         request.headers.get("hx-request") == "true",
-        render.RENDER_VERSION,
-        render.BUILD,
         getattr(identity, "name", None),
     )
 

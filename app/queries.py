@@ -15,7 +15,7 @@ STAGE_ORDER = ("ttir", "ttgir", "llvm-dialect", "llvm-ir")
 ARTIFACT_ORDER = ("source", "ttir", "glir", "ttgir", "llir", "ptx", "amdgcn", "sass", "json", "grp", "cubin", "hsaco")
 
 
-def _iso(moment: datetime | None) -> str | None:
+def iso_time(moment: datetime | None) -> str | None:
     """ISO 8601 with the zone; SQLite hands back naive datetimes, which are UTC here."""
     if moment is None:
         return None
@@ -108,7 +108,7 @@ def run_summary(session: Session, run: Run, urls: Urls) -> dict:
         "run": run.id,
         "url": urls.run(run.id),
         "title": run.title,
-        "created_at": _iso(run.created_at),
+        "created_at": iso_time(run.created_at),
         "owner": run.owner,
         "listed": bool(run.listed),
         "tags": run.tags or [],
@@ -325,7 +325,7 @@ def recent_runs(
         {
             "run": run.id,
             "title": run.title,
-            "created_at": _iso(run.created_at),
+            "created_at": iso_time(run.created_at),
             "owner": run.owner,
             "tags": run.tags or [],
             "compilations": n or 0,

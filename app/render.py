@@ -222,55 +222,6 @@ def basename(path: str) -> str:
 
 
 @dataclass
-class Rendered:
-    """An IR text rendered once: see the module docstring for the markup."""
-
-    kind: str
-    lines: list[str]  # one <div class="ln"> per line, 1-based line n at index n-1
-    locs: list[SourceLoc | None]  # primary frame per line
-    loc_files: list[str]  # files of primary frames, most lines first (data-py's F indexes this)
-    by_source: dict[tuple[str, int], list[int]]  # (file, line) -> 1-based IR lines
-    layouts: dict[str, Layout]  # alias (no '#') -> explained definition
-    layout_colours: dict[str, int]  # alias -> palette index
-    encodings: dict[str, Layout]  # inline encoding key ("e3") -> explained encoding
-    ops: dict[str, int]  # hardware-op counts (count_groups)
-    op_lines: dict[str, int]  # lines marked per group (ops, plus descriptor-carrying lines for TMA)
-    loc_lines: int  # lines with a location
-    loc_tokens: int = 0  # location tokens (loc(...), .loc) that the "hide locations" toggle hides
-    size: int = 0  # approximate bytes held
-
-    @property
-    def line_count(self) -> int:
-        return len(self.lines)
-
-    @property
-    def large(self) -> bool:
-        return len(self.lines) > LARGE_SNAPSHOT_LINES
-
-    def chunks(self) -> list[str]:
-        """The lines joined in blocks of CHUNK_LINES (large texts) or one block."""
-        if not self.large:
-            return ["".join(self.lines)]
-        return [
-            "".join(self.lines[start : start + CHUNK_LINES])
-            for start in range(0, len(self.lines), CHUNK_LINES)
-        ]
-
-    def chunk_sizes(self) -> list[int]:
-        if not self.large:
-            return [len(self.lines)]
-        return [min(CHUNK_LINES, len(self.lines) - start) for start in range(0, len(self.lines), CHUNK_LINES)]
-
-    def locs_json(self) -> list[dict[str, Any] | None]:
-        return [
-            None if loc is None else {"file": loc.file, "line": loc.line, "col": loc.col} for loc in self.locs
-        ]
-
-    def layouts_json(self) -> dict[str, dict[str, Any]]:
-        return {alias: layout_dict(layout) for alias, layout in self.layouts.items()}
-
-
-@dataclass
 class SourceIndex:
     """Which IR lines map to which Python lines: the cheap part of a render, for the map page."""
 
@@ -373,13 +324,8 @@ def render_ir(
     both caches (the analysis and the marked-up pages) serve this too.
     """
     analysis = analyse_ir(digest, kind, load_text, debug_info)
-    html_lines: list[str] = []
-    loc_tokens = 0
-    for page in range(analysis.page_count):
-        lines, tokens = _page(analysis, page)
-        html_lines.extend(lines)
-        loc_tokens += tokens
-    return _rendered_from(analysis, html_lines, loc_tokens)
+    fields_of = {name: getattr(analysis, name) for name in analysis.__dataclass_fields__}
+    return Rendered(**fields_of, lines=page_lines(analysis, 0, analysis.line_count))
 
 
 def analyse_ir(
@@ -399,16 +345,16 @@ def analyse_ir(
     return analysis
 
 
-def _page(analysis: Analysis, page: int) -> tuple[list[str], int]:
+def _page(analysis: Analysis, page: int) -> list[str]:
     """Page ``page`` (0-based, :attr:`Analysis.page_lines` lines) marked up, cached per blob."""
     key = (*analysis.key, page)
     cached = _PAGES.get(key)
     if cached is not None:
         return cached
     start = page * analysis.page_lines
-    result = _mark_up(analysis, start, min(start + analysis.page_lines, analysis.line_count))
-    _PAGES.put(key, result, sum(len(line) for line in result[0]) + 120 * len(result[0]))
-    return result
+    lines = _mark_up(analysis, start, min(start + analysis.page_lines, analysis.line_count))
+    _PAGES.put(key, lines, sum(len(line) for line in lines) + 120 * len(lines))
+    return lines
 
 
 def page_lines(analysis: Analysis, start: int, count: int) -> list[str]:
@@ -420,7 +366,7 @@ def page_lines(analysis: Analysis, start: int, count: int) -> list[str]:
     size = analysis.page_lines
     lines: list[str] = []
     for page in range(start // size, (end - 1) // size + 1):
-        page_html, _ = _page(analysis, page)
+        page_html = _page(analysis, page)
         first = page * size
         lines.extend(page_html[max(0, start - first) : end - first])
     return lines
@@ -547,7 +493,6 @@ def _build_digest() -> str:
 
 
 _BUILD = _build_digest()
-BUILD = _BUILD  # the code version, part of every ETag and page-cache key
 
 
 def etag(digest: str, variant: str = "") -> str:
@@ -655,6 +600,20 @@ class Analysis:
 
     def layouts_json(self) -> dict[str, dict[str, Any]]:
         return {alias: layout_dict(layout) for alias, layout in self.layouts.items()}
+
+
+@dataclass
+class Rendered(Analysis):
+    """An IR text with every line marked up (:func:`render_ir`); see the module docstring for the
+    markup. Pages use the :class:`Analysis` and :func:`page_lines` instead."""
+
+    lines: list[str] = field(default_factory=list)  # one <div class="ln"> per line, line n at n-1
+
+    def chunk_sizes(self) -> list[int]:
+        """Lines per ``.chunk`` block of :func:`group_chunks`."""
+        if not self.large:
+            return [self.line_count]
+        return [min(CHUNK_LINES, self.line_count - start) for start in range(0, self.line_count, CHUNK_LINES)]
 
 
 _ENCODING_HEAD = re.compile(r"#(?:ttg|triton_gpu|ttng|triton_nvidia_gpu|gluon|amdg|amdgpu)\.")
@@ -768,8 +727,8 @@ def _gutter_before(analysis: Analysis, start: int) -> str:
     return ""
 
 
-def _mark_up(analysis: Analysis, start: int, end: int) -> tuple[list[str], int]:
-    """Lines ``start``..``end`` (0-based, end excluded) as HTML, and their location tokens."""
+def _mark_up(analysis: Analysis, start: int, end: int) -> list[str]:
+    """Lines ``start``..``end`` (0-based, end excluded) as HTML."""
     raw_lines = analysis.raw_lines
     if analysis.page_lines >= len(raw_lines):
         token_lines = _token_lines("\n".join(raw_lines), _cached_lexer(analysis.kind))[start:end]
@@ -779,14 +738,11 @@ def _mark_up(analysis: Analysis, start: int, end: int) -> tuple[list[str], int]:
     file_index = analysis.file_index
     previous_gutter = _gutter_before(analysis, start) if start else ""
     html_lines: list[str] = []
-    loc_tokens = 0
     for offset, raw in enumerate(raw_lines[start:end]):
         index = start + offset
         number = index + 1
         tokens = token_lines[offset] if offset < len(token_lines) else []
         code, loc_only = _line_code(tokens, raw, decorations, number)
-        if 'class="lc"' in code:
-            loc_tokens += code.count('class="lc"')
         classes = "ln"
         if loc_only:
             classes += " locdef"
@@ -812,39 +768,7 @@ def _mark_up(analysis: Analysis, start: int, end: int) -> tuple[list[str], int]:
             f'<a class="nr" href="#L{number}">{number}</a>{gutter}'
             f'<span class="mk">{markers}</span><span class="code">{code}</span></div>'
         )
-    return html_lines, loc_tokens
-
-
-def _render(text: str, kind: str, debug_context: str | None = None) -> Rendered:
-    """The whole text rendered at once (tests, and callers wanting every line)."""
-    analysis = _analyse(("inline", kind), text, kind, debug_context)
-    html_lines: list[str] = []
-    loc_tokens = 0
-    step = analysis.page_lines
-    for start in range(0, analysis.line_count, step):
-        lines, tokens = _mark_up(analysis, start, min(start + step, analysis.line_count))
-        html_lines.extend(lines)
-        loc_tokens += tokens
-    return _rendered_from(analysis, html_lines, loc_tokens)
-
-
-def _rendered_from(analysis: Analysis, html_lines: list[str], loc_tokens: int) -> Rendered:
-    size = sum(len(line) for line in html_lines) + 120 * len(html_lines)
-    return Rendered(
-        kind=analysis.kind,
-        lines=html_lines,
-        locs=analysis.locs,
-        loc_files=analysis.loc_files,
-        by_source=analysis.by_source,
-        layouts=analysis.layouts,
-        layout_colours=analysis.layout_colours,
-        encodings=analysis.encodings,
-        ops=analysis.ops,
-        op_lines=analysis.op_lines,
-        loc_lines=analysis.loc_lines,
-        loc_tokens=loc_tokens,
-        size=size,
-    )
+    return html_lines
 
 
 _LOC_TOKEN = Comment.Special

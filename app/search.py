@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
 from app.models import Compilation, Run
-from app.queries import _iso
+from app.queries import iso_time
 from app.urls import Urls
 
 FIELDS = {"tag": "tag", "kernel": "kernel", "owner": "owner", "by": "owner", "title": "title"}
@@ -121,7 +121,7 @@ def search_runs(
                 "url": urls.run(run.id),
                 "title": run.title,
                 "owner": run.owner,
-                "created_at": _iso(run.created_at),
+                "created_at": iso_time(run.created_at),
                 "tags": run.tags or [],
                 "listed": bool(run.listed),
                 "compilations": len(compiled),

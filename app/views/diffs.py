@@ -672,6 +672,11 @@ def _etag(a: Side, b: Side, options: PageOptions, variant: str) -> str:
     return '"d' + hashlib.sha256(key.encode()).hexdigest()[:32] + '"'
 
 
+def _runs(a: Side, b: Side) -> tuple[str, str]:
+    """The runs a diff shows: its cached copy lives while both do (see app/page_cache.py)."""
+    return a.compilation.run_id, b.compilation.run_id
+
+
 def _cache_headers(tag: str) -> dict[str, str]:
     return {"ETag": tag, "Cache-Control": "private, max-age=0, must-revalidate", "Vary": "HX-Request"}
 
@@ -723,7 +728,7 @@ def diff_page(request: Request, spec: str, session: SessionDep, urls: UrlsDep) -
     result = compute_diff(session, a, b, options.diff)
     data = page_data(session, a, b, result, options, urls)
     headers = _cache_headers(tag)
-    runs = (a.compilation.run_id, b.compilation.run_id)
+    runs = _runs(a, b)
     if wants_json:
         data["hunks"] = hunks_json(result, options.diff.context)
         return cache_response(request, session, runs, JSONResponse(data, headers=headers))
@@ -796,7 +801,7 @@ def diff_rows(request: Request, spec: str, session: SessionDep, urls: UrlsDep) -
         }
         headers["Link"] = f'<{json_url}>; rel="alternate"; type="application/json"'
         response = templates.TemplateResponse(request, "diff.html", context, headers=headers)
-        return cache_response(request, session, (a.compilation.run_id, b.compilation.run_id), response)
+        return cache_response(request, session, _runs(a, b), response)
     base = urls.diff(a.id, b.id)
     context = {
         "pieces": pieces,
@@ -808,7 +813,7 @@ def diff_rows(request: Request, spec: str, session: SessionDep, urls: UrlsDep) -
         "urls": urls,
     }
     response = HTMLResponse(_render_block("pieces", context), headers=headers)
-    return cache_response(request, session, (a.compilation.run_id, b.compilation.run_id), response)
+    return cache_response(request, session, _runs(a, b), response)
 
 
 def _renderer(result: DiffResult, a: Side, b: Side, options: PageOptions, urls: Urls) -> RowRenderer:

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from app.auth import Identity, IdentityDep, check_may_change, may_change, visible_runs
 from app.models import Run
 from app.page_cache import forget_runs
-from app.queries import _iso
+from app.queries import iso_time
 from app.retention import delete_run
 from app.search import search_runs
 from app.settings import Settings
@@ -60,7 +60,7 @@ def run_fields(run: Run, urls: Urls, identity: Identity, settings: Settings) -> 
         "tags": run.tags or [],
         "listed": bool(run.listed),
         "owner": run.owner,
-        "created_at": _iso(run.created_at),
+        "created_at": iso_time(run.created_at),
         "may_change": may_change(identity, run, settings),
         "edit_url": urls.run_edit(run.id),
         "delete_url": urls.run_delete(run.id),
