@@ -56,7 +56,6 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from app.ingest import Ingest, IngestError
     from app.queries import run_summary
     from app.urls import Urls
-    from parsers.sources import Limits
 
     missing = [path for path in args.paths if not os.path.exists(path)]
     if missing:  # a mistyped path: ingest none rather than a run without it
@@ -69,8 +68,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     bar = ProgressBar(total) if sys.stderr.isatty() and not args.quiet else None
     try:
         with db.session() as session:
-            limits = Limits(max_total_bytes=settings.max_expanded_bytes, max_files=settings.max_files)
-            ingest = Ingest(session, title=args.title or "", tags=args.tag or [], limits=limits, progress=bar)
+            ingest = Ingest(
+                session, title=args.title or "", tags=args.tag or [], limits=settings.limits(), progress=bar
+            )
             run = ingest.ingest(args.paths)
             session.commit()
             summary = run_summary(session, run, Urls(settings.base_url))

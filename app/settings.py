@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+if TYPE_CHECKING:  # imported when called: the CLI imports this module and must start fast
+    from parsers.sources import Limits
 
 
 class Settings(BaseSettings):
@@ -34,6 +38,11 @@ class Settings(BaseSettings):
         8 << 30, description="Most bytes an upload may expand to once archives are unpacked (bomb guard)."
     )
     max_files: int = Field(100_000, description="Most files an upload may contain, archives included.")
+    ingest_timeout_seconds: float = Field(
+        1800,
+        description="Longest an upload or `irlens ingest` may spend reading its inputs, in seconds; past it "
+        "the ingest stops and stores nothing. 0: no limit.",
+    )
     require_token: bool = Field(
         False,
         description="Require an API token (Bearer or signed-in session) to upload, edit and delete runs. "
@@ -65,6 +74,16 @@ class Settings(BaseSettings):
         description="Key for signing session cookies. Default: generated once and kept in data_dir/secret_key. "
         "Set the same key on every host serving one database.",
     )
+
+    def limits(self) -> Limits:
+        """The input limits of one ingest (parsers.sources), from these settings."""
+        from parsers.sources import Limits
+
+        return Limits(
+            max_total_bytes=self.max_expanded_bytes,
+            max_files=self.max_files,
+            timeout_seconds=self.ingest_timeout_seconds or None,
+        )
 
     @property
     def database_url(self) -> str:

@@ -28,6 +28,7 @@ import stat
 import struct
 import tarfile
 import tempfile
+import time
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -76,7 +77,7 @@ class Skipped:
 
 
 class InputLimitExceeded(Exception):
-    """The inputs are too big, too many or too compressed. The message names the limit."""
+    """The inputs are too big, too many, too compressed or too slow to read. The message names the limit."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,10 @@ class Limits:
     max_files: int = 100_000  # files yielded plus entries skipped
     max_ratio: int = 1000  # uncompressed/compressed ratio of a bomb (enforced once output > 64 MB)
     max_depth: int = 3  # nesting of archives inside archives
+    # Wall-clock seconds for one walk (the app's ingest_timeout_seconds); None: no limit. Checked
+    # cooperatively, each time bytes are read or a file is counted, so a slow parse between two reads
+    # overruns it by that parse's time at most.
+    timeout_seconds: float | None = None
 
 
 class SourceWalker:
@@ -101,6 +106,9 @@ class SourceWalker:
         self._total_bytes = 0
         self._entries = 0
         self._broken: set[str] = set()  # archives whose stream failed: stop walking them
+        self._started = time.monotonic()
+        timeout = limits.timeout_seconds
+        self._deadline = self._started + timeout if timeout else None
 
     def walk(self, inputs: Iterable[str | os.PathLike[str] | tuple[str, BinaryIO]]) -> Iterator[InputFile]:
         """Yield every file in ``inputs``: paths (files or folders) or (display name, stream) pairs."""
@@ -227,7 +235,7 @@ class SourceWalker:
         return None
 
     def _emit(self, blob: _Blob) -> Iterator[InputFile]:
-        self._count_entry()
+        self._count_entry(blob.path)
         lease = _Lease()
         try:
             yield InputFile(
@@ -428,7 +436,7 @@ class SourceWalker:
     # -- bookkeeping ---------------------------------------------------------------------------------
 
     def _skip(self, path: str, reason: str) -> None:
-        self._count_entry()
+        self._count_entry(path)
         self.skipped.append(Skipped(_display(path), reason))
 
     def _record_corrupt(self, err: _Corrupt, reading: str | None = None) -> None:
@@ -438,13 +446,23 @@ class SourceWalker:
         detail = err.detail if reading in (None, err.path) else f"{err.detail} (in {_display(reading)})"
         self._skip(err.path, f"corrupt archive: {detail}")
 
-    def _count_entry(self) -> None:
+    def _count_entry(self, path: str) -> None:
         # Skipped entries count too: an archive of a million symlinks must not grow `skipped` forever.
         self._entries += 1
+        self._check_deadline(path)
         if self._entries > self.limits.max_files:
             raise InputLimitExceeded(f"more than {self.limits.max_files} files in the inputs (max_files)")
 
+    def _check_deadline(self, path: str | None = None) -> None:
+        if self._deadline is not None and time.monotonic() > self._deadline:
+            where = f" at {_display(path)}" if path else ""
+            raise InputLimitExceeded(
+                f"the ingest took longer than the {self.limits.timeout_seconds:g} s limit{where} "
+                f"(ingest_timeout_seconds)"
+            )
+
     def _charge(self, count: int, path: str, expanded: bool) -> None:
+        self._check_deadline(path)
         self._total_bytes += count
         limit = self.limits.max_total_bytes
         if self._total_bytes > limit:

@@ -541,3 +541,160 @@ def test_member_can_be_reopened_to_sniff_but_not_after_the_walker_moves_on(corpu
         seen.append(input_file)
     with pytest.raises(ValueError, match="moved to the next file"):
         seen[0].open()
+
+
+# -- the rest of the hostile-archive matrix: many members, deep nesting, bombs at 1000x and more -------------
+
+
+def _tiny_members_tar(path: Path, count: int, data: bytes) -> Path:
+    """A tar of `count` tiny members, written member by member (as a hostile client would)."""
+    with tarfile.open(path, "w") as tar:
+        for number in range(count):
+            info = tarfile.TarInfo(f"many/k{number:05d}.txt")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def _walk_traced(inputs: list, limits: Limits | None = None) -> tuple[int, int, int, SourceWalker]:
+    """(files, bytes read, peak Python memory during the walk, walker), reading every file."""
+    import tracemalloc
+
+    walker = SourceWalker(limits or Limits())
+    files = read = 0
+    tracemalloc.start()
+    try:
+        for input_file in walker.walk(inputs):
+            files += 1
+            with input_file.open() as stream:
+                while chunk := stream.read(1 << 16):
+                    read += len(chunk)
+        return files, read, tracemalloc.get_traced_memory()[1], walker
+    finally:
+        tracemalloc.stop()
+
+
+def test_ten_thousand_tiny_members_are_streamed_within_the_limits(
+    tmp_path: Path, small_files: dict[str, bytes]
+) -> None:
+    tiny = small_files[f"{SMALL}/meta.txt"][:40]
+    archive = _tiny_members_tar(tmp_path / "many.tar", 10_000, tiny)
+    files, read, peak, walker = _walk_traced([archive])
+    assert (files, read, walker.skipped) == (10_000, 10_000 * len(tiny), [])
+    # Streamed: tar's member list is dropped as it goes, so memory does not grow with the member count.
+    assert peak < 8 << 20, f"peak {peak >> 20} MiB"
+
+
+def test_ten_thousand_members_beyond_max_files_are_refused_by_name(
+    tmp_path: Path, small_files: dict[str, bytes]
+) -> None:
+    tiny = small_files[f"{SMALL}/meta.txt"][:40]
+    archive = _tiny_members_tar(tmp_path / "many.tar", 10_000, tiny)
+    with pytest.raises(InputLimitExceeded, match=r"^more than 9999 files in the inputs \(max_files\)$"):
+        _walk_traced([archive], Limits(max_files=9_999))
+    with zipfile.ZipFile(tmp_path / "many.zip", "w") as zipped:
+        for number in range(10_000):
+            zipped.writestr(f"many/k{number:05d}.txt", tiny)
+    # A zip says how many entries it holds: refused from its directory, before any is read.
+    with pytest.raises(
+        InputLimitExceeded, match=r"^archive many\.zip holds 10000 entries, more than the 9999 file limit"
+    ):
+        _walk_traced([tmp_path / "many.zip"], Limits(max_files=9_999))
+
+
+def test_deep_member_paths_and_long_chains_of_archives(tmp_path: Path, small_files: dict[str, bytes]) -> None:
+    meta = small_files[f"{SMALL}/meta.txt"]
+    deep = "/".join(["d"] * 2000) + "/meta.txt"  # 4000-byte name: a pax header, well under its 1 MB bound
+    files, walker = _read_all([_crafted_tar(tmp_path / "deep.tar", [(_info(deep), meta)])])
+    assert files == {f"deep.tar/{deep}": meta} and walker.skipped == []
+
+    # 40 gzip layers around a log: expanded only to max_depth, no recursion past it, nothing read.
+    nested = meta
+    for _ in range(40):
+        nested = gzip.compress(nested)
+    (tmp_path / "onion.log.gz").write_bytes(nested)
+    files, walker = _read_all([tmp_path / "onion.log.gz"])
+    assert files == {}
+    assert _reasons(walker) == {"onion.log": "archive nested more than 3 levels deep (max_depth)"}
+
+
+def _zstd_of_zeros(path: Path, megabytes: int) -> Path:
+    """A zstd bomb: one 1 MiB frame of zeros (a few dozen bytes packed) repeated; frames concatenate."""
+    frame = zstandard.ZstdCompressor(level=19).compress(bytes(1 << 20))
+    path.write_bytes(frame * megabytes)
+    return path
+
+
+def test_zstd_bomb_is_refused_with_flat_memory(tmp_path: Path) -> None:
+    bomb = _zstd_of_zeros(tmp_path / "dump.log.zst", megabytes=4096)  # 4 GiB from a few hundred KB
+    assert (4 << 30) / bomb.stat().st_size > 1000
+    with pytest.raises(InputLimitExceeded, match=r"dump\.log\.zst looks like a decompression bomb.*max_ratio"):
+        _walk_traced([bomb])
+    # Stopped soon after the 64 MB floor of the ratio test (the decoder reads its input 128 KiB ahead,
+    # which the ratio counts), holding one chunk at a time: read again, counting bytes and memory.
+    read = peak = 0
+
+    def reader() -> None:
+        nonlocal read, peak
+        import tracemalloc
+
+        tracemalloc.start()
+        try:
+            for input_file in SourceWalker().walk([bomb]):
+                with input_file.open() as stream:
+                    while chunk := stream.read(1 << 16):
+                        read += len(chunk)
+        finally:
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+
+    with pytest.raises(InputLimitExceeded):
+        reader()
+    assert 64 << 20 <= read <= 1000 * (128 << 10) + (1 << 20), read  # of 4 GiB
+    assert peak < 8 << 20, f"peak {peak >> 20} MiB"
+
+
+def test_zip_bomb_over_1000x_is_refused_before_a_byte_is_expanded(tmp_path: Path) -> None:
+    bomb = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_BZIP2) as zipped, zipped.open("zeros.log", "w") as member:
+        for _ in range(256):  # bzip2 packs 256 MiB of zeros into a few hundred bytes
+            member.write(bytes(1 << 20))
+    assert (256 << 20) / bomb.stat().st_size > 1000
+    opened: list[str] = []
+    with pytest.raises(InputLimitExceeded, match=r"bomb\.zip looks like a decompression bomb: it declares 256\.0 MB"):
+        for input_file in SourceWalker().walk([bomb]):
+            opened.append(input_file.path)
+    assert opened == []
+
+
+def test_zip_whose_directory_lies_about_sizes_expands_no_further_than_declared(tmp_path: Path) -> None:
+    """A central directory declaring 1 KB for 100 MiB of deflated zeros: zipfile stops at the declared
+    size, whose CRC then fails (while the walker sniffs it), so the lie buys the attacker nothing."""
+    bomb = tmp_path / "liar.zip"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as zipped, zipped.open("zeros.log", "w") as member:
+        for _ in range(100):
+            member.write(bytes(1 << 20))
+    data = bytearray(bomb.read_bytes())
+    directory = data.rindex(b"PK\x01\x02")
+    data[directory + 24 : directory + 28] = (1024).to_bytes(4, "little")  # uncompressed size
+    bomb.write_bytes(bytes(data))
+    files, read, peak, walker = _walk_traced([bomb])
+    assert (files, read) == (0, 0)
+    assert _reasons(walker) == {"liar.zip/zeros.log": "corrupt archive: Bad CRC-32 for file 'zeros.log'"}
+    assert peak < 8 << 20, f"peak {peak >> 20} MiB"
+
+
+def test_timeout_stops_the_walk_as_bytes_are_read(monkeypatch: pytest.MonkeyPatch, corpus: Path) -> None:
+    import itertools
+    import types
+
+    import parsers.sources
+
+    ticks = itertools.count()  # a clock that moves one second each time it is read: no real waiting
+    monkeypatch.setattr(parsers.sources, "time", types.SimpleNamespace(monotonic=lambda: float(next(ticks))))
+    with pytest.raises(
+        InputLimitExceeded, match=r"^the ingest took longer than the 5 s limit at .+ \(ingest_timeout_seconds\)$"
+    ):
+        _read_all([corpus / "sm90_mix.tar.xz"], Limits(timeout_seconds=5))
+    files, _ = _read_all([corpus / "sm90_mix.tar.xz"], Limits(timeout_seconds=None))
+    assert files
