@@ -15,6 +15,7 @@ from app.auth import AuthMiddleware
 from app.db import Database
 from app.models import Run
 from app.retention import start_retention
+from app.security import SecurityMiddleware
 from app.settings import Settings
 from app.urls import Urls
 from app.views import auth as auth_views
@@ -63,6 +64,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(AuthMiddleware)
     # Snapshot pages of huge IR are tens of MB of HTML; level 1 costs little and shrinks them ~10x.
     app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=1)
+    app.add_middleware(SecurityMiddleware)  # outermost: its headers go on every response, errors too
     app.state.limits = Limits(max_total_bytes=settings.max_expanded_bytes, max_files=settings.max_files)
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     for router in (meta.router, runs.router, snapshots.router, diffs.router, auth_views.router, manage.router):

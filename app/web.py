@@ -10,12 +10,14 @@ from fastapi.responses import JSONResponse
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session
 
+from app.security import csrf_token
 from app.urls import Urls
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES_DIR = ROOT / "templates"
 STATIC_DIR = ROOT / "static"
 templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
+templates.env.globals["csrf_token"] = csrf_token  # every state-changing form: {{ csrf_token(request) }}
 
 
 def get_session(request: Request):

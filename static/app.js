@@ -211,6 +211,7 @@
         return;
       }
       const body = new FormData();
+      body.append("csrf_token", form.querySelector("input[name=csrf_token]").value);
       const title = form.querySelector("#title-input").value.trim();
       if (title) body.append("title", title);
       files.forEach(function (entry) { body.append("file", entry.file, entry.path); });

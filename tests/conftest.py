@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import tarfile
 from pathlib import Path
 
@@ -99,3 +100,15 @@ def corpus_runs(session_db):
         archive.name.removesuffix(".tar.xz"): ingest_paths(session_db, [archive])
         for archive in sorted(CORPUS.glob("*.tar.xz"))
     }
+
+
+def form_token(client, page: str = "/") -> str:
+    """The CSRF token a page's forms carry, as a browser sees it (the client keeps the cookie)."""
+    match = re.search(r'name="csrf_token" value="([0-9a-f]+)"', client.get(page).text)
+    assert match, f"no CSRF token on {page}"
+    return match.group(1)
+
+
+def csrf_header(client, page: str = "/") -> dict[str, str]:
+    """For a cookie-carrying client's scripted change (PATCH, DELETE): the header pages' scripts send."""
+    return {"X-CSRF-Token": form_token(client, page)}

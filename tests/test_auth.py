@@ -21,7 +21,7 @@ from app.auth import SESSION_COOKIE, create_token, hash_token, read_session, rev
 from app.main import create_app
 from app.models import ApiToken
 from app.settings import Settings
-from tests.conftest import FIXTURES, fresh_db_url
+from tests.conftest import FIXTURES, csrf_header, form_token, fresh_db_url
 
 FIXTURE_LOG = FIXTURES / "sm90_add_kernel_dump.log.gz"
 BROWSER = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
@@ -42,6 +42,12 @@ def make_token(client: TestClient, name: str) -> str:
         token = create_token(session, name)
         session.commit()
     return token
+
+
+def sign_in(client: TestClient, token: str, base: str = "", **fields: str) -> httpx.Response:
+    """What the sign-in form posts, with its CSRF token."""
+    csrf = form_token(client, f"{base}/-/signin")
+    return client.post(f"{base}/-/signin", data={"token": token, "csrf_token": csrf, **fields})
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -149,11 +155,18 @@ def test_cookie_sign_in_uploads_as_the_token_and_ends_with_sign_out(tmp_path):
         token = make_token(client, "alice")
         form = client.get("/-/signin", headers=BROWSER)
         assert form.status_code == 200 and 'name="token"' in form.text
-        wrong = client.post("/-/signin", data={"token": "irl_wrong", "next": "/"}, headers=BROWSER)
+        csrf = form_token(client, "/-/signin")
+        without_token = client.post("/-/signin", data={"token": token, "next": "/"}, headers=BROWSER)
+        assert without_token.status_code == 403 and SESSION_COOKIE not in client.cookies
+        wrong = client.post(
+            "/-/signin", data={"token": "irl_wrong", "next": "/", "csrf_token": csrf}, headers=BROWSER
+        )
         assert wrong.status_code == 401 and "not valid" in wrong.text
         assert SESSION_COOKIE not in client.cookies
 
-        signed_in = client.post("/-/signin", data={"token": token, "next": "/search?q=x"}, headers=BROWSER)
+        signed_in = client.post(
+            "/-/signin", data={"token": token, "next": "/search?q=x", "csrf_token": csrf}, headers=BROWSER
+        )
         assert signed_in.status_code == 303
         assert signed_in.headers["location"] == "/search?q=x"
         cookie = signed_in.headers["set-cookie"]
@@ -165,10 +178,11 @@ def test_cookie_sign_in_uploads_as_the_token_and_ends_with_sign_out(tmp_path):
             "require_token": True,
             "require_token_to_read": False,
         }
-        run = upload(client)
+        assert upload(client).status_code == 403  # a cookie alone does not make a change
+        run = upload(client, csrf_token=form_token(client))
         assert run.status_code == 201 and run.json()["owner"] == "alice"
 
-        client.post("/-/signout")
+        client.post("/-/signout", data={"csrf_token": csrf})
         assert client.get("/-/whoami.json").json()["name"] is None
         assert upload(client).status_code == 401
 
@@ -176,7 +190,7 @@ def test_cookie_sign_in_uploads_as_the_token_and_ends_with_sign_out(tmp_path):
 def test_a_forged_or_revoked_session_counts_for_nothing(tmp_path):
     with make_client(tmp_path, require_token=True) as client:
         token = make_token(client, "alice")
-        client.post("/-/signin", data={"token": token})
+        sign_in(client, token)
         good = client.cookies[SESSION_COOKIE]
         payload, _, signature = good.partition(".")
         client.cookies.set(SESSION_COOKIE, payload + "." + signature[:-2] + "AA")
@@ -201,7 +215,7 @@ def test_sessions_expire_and_cross_site_changes_are_refused(tmp_path):
         assert read_session(b"k", old, now=1_000_000 + 3600) == ("alice", row.pk)
         assert read_session(b"k", old, now=1_000_000 + 31 * 24 * 3600) is None
         run = upload(client, token).json()
-        client.post("/-/signin", data={"token": token})
+        sign_in(client, token)
         cross = client.patch(
             f"/runs/{run['run']}", json={"title": "x"}, headers={"Sec-Fetch-Site": "cross-site"}
         )
@@ -209,12 +223,16 @@ def test_sessions_expire_and_cross_site_changes_are_refused(tmp_path):
         same = client.patch(
             f"/runs/{run['run']}", json={"title": "x"}, headers={"Sec-Fetch-Site": "same-origin"}
         )
+        assert same.status_code == 403  # from our origin, but not from one of our pages
+        same = client.patch(
+            f"/runs/{run['run']}", json={"title": "x"}, headers={"Sec-Fetch-Site": "same-origin", **csrf_header(client)}
+        )
         assert same.status_code == 200
 
 
 def test_the_signing_key_is_generated_once_and_kept_private(tmp_path):
     with make_client(tmp_path, require_token=True) as client:
-        client.post("/-/signin", data={"token": make_token(client, "alice")})
+        sign_in(client, make_token(client, "alice"))
         key_file = tmp_path / "data" / "secret_key"
         assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
         first = key_file.read_text()
@@ -231,7 +249,7 @@ def test_sign_in_never_redirects_to_another_site(tmp_path):
     with make_client(tmp_path, require_token=True) as client:
         token = make_token(client, "alice")
         for target in ("https://evil.example/", "//evil.example/x", "/\\evil.example"):
-            response = client.post("/-/signin", data={"token": token, "next": target})
+            response = sign_in(client, token, next=target)
             assert response.headers["location"] == "/"
 
 
@@ -337,7 +355,7 @@ def test_require_token_to_read_blocks_anonymous_readers(tmp_path):
         assert client.get("/-/whoami.json", headers={"X-Forwarded-User": "carol"}).json()["via"] == "header"
         # ...but the proxy's user has no token: uploading still needs one.
         assert upload(client, None).status_code == 401
-        client.post("/-/signin", data={"token": alice})
+        sign_in(client, alice)
         assert client.get("/index.json").status_code == 200
 
 
@@ -385,7 +403,7 @@ def test_base_url_prefixes_every_link_and_answers_both_ways(tmp_path):
                 assert not wrong, (path, wrong)
                 assert response.headers["link"].startswith("</irlens/"), response.headers["link"]
         # Redirects and cookies stay under the prefix too.
-        signin = client.post("/irlens/-/signin", data={"token": token, "next": run["url"]})
+        signin = sign_in(client, token, base="/irlens", next=run["url"])
         assert signin.headers["location"] == run["url"]
         assert "Path=/irlens" in signin.headers["set-cookie"]
         assert client.get("/irlens/-/health").status_code == 200
@@ -406,7 +424,7 @@ def test_pages_show_who_is_signed_in(tmp_path):
         run = upload(client, token).json()
         anonymous = client.get(run["url"], headers=BROWSER)
         assert 'class="nav-user" href="/-/signin">Sign in</a>' in anonymous.text
-        client.post("/-/signin", data={"token": token})
+        sign_in(client, token)
         signed_in = client.get(run["url"], headers=BROWSER)
         assert 'title="Signed in">alice</a>' in signed_in.text
         assert f'href="{run["url"]}/edit"' in signed_in.text

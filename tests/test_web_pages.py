@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from tests.conftest import FIXTURES, corpus_archive, fresh_db_url
+from tests.conftest import FIXTURES, corpus_archive, csrf_header, form_token, fresh_db_url
 
 FIXTURE_LOG = FIXTURES / "sm90_add_kernel_dump.log.gz"
 WARNING_LOG = FIXTURES / "python_warning_inductor.txt"
@@ -75,7 +75,7 @@ def upload(client: TestClient, *paths: Path, title: str = "", headers: dict | No
     return client.post(
         "/runs",
         files=files,
-        data={"title": title} if title else None,
+        data={"csrf_token": form_token(client), **({"title": title} if title else {})},
         headers=headers or {},
         follow_redirects=False,
     )
@@ -139,7 +139,7 @@ def test_folder_upload_keeps_relative_paths(client, tmp_path):
         for path in sorted((root / "cache").rglob("*"))
         if path.is_file()
     ]
-    response = client.post("/runs", files=files, data={"title": "a dropped cache folder"})
+    response = client.post("/runs", files=files, data={"title": "a dropped cache folder", "csrf_token": form_token(client)})
     assert response.status_code == 201, response.text
     run = response.json()
     assert sorted(c["kernel"] for c in run["compilations"]) == [
@@ -252,10 +252,12 @@ def test_api_clients_get_json_not_a_redirect(client, headers):
 
 
 def test_empty_upload_is_refused_with_a_clear_message(client, tmp_path):
-    no_file = client.post("/runs", data={"title": "nothing"})
+    no_file = client.post("/runs", data={"title": "nothing"}, headers=csrf_header(client))
     assert no_file.status_code == 400
     assert "no files" in no_file.json()["error"]
-    blank_picker = client.post("/runs", files=[("file", ("", b"", "application/octet-stream"))])
+    blank_picker = client.post(
+        "/runs", files=[("file", ("", b"", "application/octet-stream"))], data={"csrf_token": form_token(client)}
+    )
     assert blank_picker.status_code == 400
     assert "no files" in blank_picker.json()["error"]
     empty = tmp_path / "dump.log"
@@ -267,7 +269,10 @@ def test_empty_upload_is_refused_with_a_clear_message(client, tmp_path):
 
 def test_empty_form_post_shows_the_error_on_the_home_page(client):
     response = client.post(
-        "/runs", files=[("file", ("", b"", "application/octet-stream"))], headers={"Accept": BROWSER_ACCEPT}
+        "/runs",
+        files=[("file", ("", b"", "application/octet-stream"))],
+        data={"csrf_token": form_token(client)},
+        headers={"Accept": BROWSER_ACCEPT},
     )
     assert response.status_code == 400
     assert response.headers["content-type"].startswith("text/html")

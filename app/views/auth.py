@@ -19,6 +19,7 @@ from app.auth import (
     sign_session,
 )
 from app.models import ApiToken
+from app.security import CSRF
 from app.settings import Settings
 from app.urls import Urls
 from app.web import respond
@@ -62,7 +63,7 @@ async def signin_page(request: Request, next_url: Annotated[str | None, Query(al
     return respond(request, "signin.html", _page_data(request, identity, _safe_next(urls, next_url)))
 
 
-@router.post("/-/signin")
+@router.post("/-/signin", dependencies=[CSRF])
 async def signin(request: Request):
     urls: Urls = request.app.state.urls
     form = await request.form()
@@ -92,7 +93,7 @@ async def signin(request: Request):
     return response
 
 
-@router.api_route("/-/signout", methods=["GET", "POST"])
+@router.post("/-/signout", dependencies=[CSRF])
 def signout(request: Request):
     urls: Urls = request.app.state.urls
     response = RedirectResponse(urls.signin(), status_code=303)

@@ -19,6 +19,7 @@ from app.page_cache import forget_runs
 from app.queries import iso_time
 from app.retention import delete_run
 from app.search import search_runs
+from app.security import CSRF
 from app.settings import Settings
 from app.urls import Urls
 from app.web import SessionDep, UrlsDep, respond, strip_json
@@ -110,7 +111,7 @@ def edit_page(request: Request, run_id: str, session: SessionDep, urls: UrlsDep,
     return respond(request, "_manage.html", data)
 
 
-@router.post("/runs/{run_id}/edit")
+@router.post("/runs/{run_id}/edit", dependencies=[CSRF])
 def edit_form(
     request: Request,
     run_id: str,
@@ -135,7 +136,7 @@ def edit_form(
     return JSONResponse(run_fields(run, urls, identity, settings))
 
 
-@router.patch("/runs/{run_id}")
+@router.patch("/runs/{run_id}", dependencies=[CSRF])
 def edit_json(
     request: Request,
     run_id: str,
@@ -187,12 +188,12 @@ def _delete(request: Request, session: Session, run_id: str, identity: Identity)
     return {"deleted": result.run, "title": result.title, "blobs_removed": result.blobs}
 
 
-@router.delete("/runs/{run_id}")
+@router.delete("/runs/{run_id}", dependencies=[CSRF])
 def delete_json(request: Request, run_id: str, session: SessionDep, identity: IdentityDep):
     return _delete(request, session, run_id, identity)
 
 
-@router.post("/runs/{run_id}/delete")
+@router.post("/runs/{run_id}/delete", dependencies=[CSRF])
 def delete_form(
     request: Request,
     run_id: str,

@@ -16,6 +16,7 @@ from app.blobs import BlobReader
 from app.ingest import Ingest, IngestError
 from app.models import Blob, Compilation, InputRecord, Run, Snapshot
 from app.queries import input_records, recent_runs, run_summary
+from app.security import check_csrf
 from app.urls import Urls
 from app.views.manage import parse_tags
 from app.web import (
@@ -141,6 +142,10 @@ async def upload(request: Request, session: SessionDep):
         return _upload_failed(request, session, f"upload larger than {settings.max_upload_bytes} bytes ({limit})", 413)
     form = await request.form(max_files=settings.max_files, max_part_size=settings.max_upload_bytes)
     try:
+        try:
+            check_csrf(request, form)
+        except HTTPException as refused:
+            return _upload_failed(request, session, str(refused.detail), refused.status_code)
         files = [
             (item.filename or "upload", item.file)
             for item in form.getlist("file")
