@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import create_engine, event, inspect, text
+from sqlalchemy import create_engine, event, inspect, make_url, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -32,12 +32,22 @@ SCHEMA_REVISION = "0003"  # the newest file in migrations/versions (a test keeps
 _PG_MIGRATION_LOCK = 0x6972_6C65  # any constant: one pg_advisory lock id for "irlens schema change"
 
 
+# A request must not wait for a pooled connection while the server has a thread for it: the
+# threadpool runs up to 40 requests at once (anyio's default), each with its own session, and an upload
+# holds its connection for its whole ingest. SQLAlchemy's default pool (5, overflow 10) would make
+# the 16th concurrent request wait, and fail with a 500 after 30 s if 15 long ingests held theirs.
+POOL_OPTIONS = {"pool_size": 5, "max_overflow": 40}
+
+
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
-        path = url.split("///", 1)[-1]
-        if path and path != ":memory:":
+        path = make_url(url).database
+        in_memory = not path or path == ":memory:"
+        if not in_memory:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 60})
+        engine = create_engine(
+            url, connect_args={"check_same_thread": False, "timeout": 60}, **({} if in_memory else POOL_OPTIONS)
+        )
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_connection, _record) -> None:
@@ -49,7 +59,7 @@ def make_engine(url: str) -> Engine:
             cursor.close()
 
     else:
-        engine = create_engine(url, pool_pre_ping=True)
+        engine = create_engine(url, pool_pre_ping=True, **POOL_OPTIONS)
     return engine
 
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 
 import zstandard
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
+from starlette.formparsers import MultiPartException, MultiPartParser
 
 from app.auth import identify, upload_owner, visible_runs
 from app.blobs import BlobReader
@@ -136,11 +139,9 @@ async def upload(request: Request, session: SessionDep):
         owner = await upload_owner(request)  # before reading the body: 401 when a token is required
     except HTTPException as refused:
         return _upload_failed(request, session, str(refused.detail), refused.status_code)
-    length = int(request.headers.get("content-length") or 0)
-    if length > settings.max_upload_bytes:
-        limit = f"{settings.max_upload_bytes / (1 << 20):,.0f} MiB"
-        return _upload_failed(request, session, f"upload larger than {settings.max_upload_bytes} bytes ({limit})", 413)
-    form = await request.form(max_files=settings.max_files, max_part_size=settings.max_upload_bytes)
+    form = await _read_form(request, settings)
+    if isinstance(form, tuple):
+        return _upload_failed(request, session, *form)
     try:
         try:
             check_csrf(request, form)
@@ -161,7 +162,9 @@ async def upload(request: Request, session: SessionDep):
         try:
             result = await run_in_threadpool(_ingest, request.app, files, title, owner, tags, listed)
         except IngestError as error:
-            return _upload_failed(request, session, str(error), 400)
+            # A limit (expanded size, file count, bomb ratio, time) is "too large to process": 413.
+            status = 413 if type(error.__cause__).__name__ == "InputLimitExceeded" else 400
+            return _upload_failed(request, session, str(error), status)
     finally:
         await form.close()
     if _prefers_html(request):
@@ -169,9 +172,72 @@ async def upload(request: Request, session: SessionDep):
     return JSONResponse(result, status_code=201, headers={"Location": result["url"]})
 
 
+FIELD_BYTES = 1 << 20  # a form field that is not a file (title, tag): held in memory, so kept small
+SPOOL_BUDGET = 64 << 20  # file parts of one upload kept in memory, in all; the rest go to temp files
+
+
+class _UploadTooLarge(Exception):
+    pass
+
+
+async def _bounded_body(request: Request, limit: int) -> AsyncIterator[bytes]:
+    """The request body, refused as it streams once it passes `limit` bytes. Checking Content-Length
+    is not enough: a chunked upload has none, and Starlette's max_part_size does not bound file parts."""
+    received = 0
+    async for chunk in request.stream():
+        received += len(chunk)
+        if received > limit:
+            raise _UploadTooLarge
+        yield chunk
+
+
+class _UploadParser(MultiPartParser):
+    """Starlette's multipart parser, with its file parts' memory bounded for the whole upload.
+
+    Each file part stays in memory up to `spool_max_size` (1 MiB) before going to a temp file, so an
+    upload of many 1 MiB parts would otherwise sit in memory whole. Past SPOOL_BUDGET, parts go to
+    temp files (anonymous ones: nothing is left on disk if the process dies)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._spooled = 0
+
+    def on_part_data(self, data: bytes, start: int, end: int) -> None:
+        upload = self._current_part.file
+        if upload is not None and not getattr(upload.file, "_rolled", True):
+            self._spooled += end - start
+            if self._spooled > SPOOL_BUDGET:
+                upload.file.rollover()  # type: ignore[attr-defined]
+        super().on_part_data(data, start, end)
+
+
+async def _read_form(request: Request, settings) -> FormData | tuple[str, int]:
+    """The upload's form, or (error message, status) when it is too large or malformed."""
+    limit = settings.max_upload_bytes
+    too_large = (
+        f"upload larger than {limit} bytes ({limit / (1 << 20):,.0f} MiB, the max_upload_bytes setting)",
+        413,
+    )
+    if int(request.headers.get("content-length") or 0) > limit:
+        return too_large  # refused before a byte is read
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type != "multipart/form-data":
+        return FormData()  # no files: the caller says so
+    parser = _UploadParser(
+        request.headers, _bounded_body(request, limit), max_files=settings.max_files, max_part_size=FIELD_BYTES
+    )
+    try:
+        return await parser.parse()  # closes the parts' temp files if it fails
+    except _UploadTooLarge:
+        return too_large
+    except MultiPartException as error:
+        return f"malformed upload: {error.message}", 400
+
+
 def _ingest(app, files, title: str, owner: str | None = None, tags=(), listed: bool = False) -> dict:
     with app.state.db.session() as session:
-        run = Ingest(session, title=title, owner=owner, tags=tags, limits=app.state.limits).ingest(files)
+        limits = replace(app.state.limits, timeout_seconds=app.state.settings.ingest_timeout_seconds or None)
+        run = Ingest(session, title=title, owner=owner, tags=tags, limits=limits).ingest(files)
         run.listed = listed
         session.commit()
         return run_summary(session, run, app.state.urls)
