@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import select
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.auth import AuthMiddleware
 from app.db import Database
@@ -20,7 +21,7 @@ from app.settings import Settings
 from app.urls import Urls
 from app.views import auth as auth_views
 from app.views import diffs, manage, meta, runs, snapshots
-from app.web import STATIC_DIR
+from app.web import STATIC_DIR, http_error
 from parsers.sources import Limits
 
 log = logging.getLogger("irlens")
@@ -57,6 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.db.dispose()
 
     app = FastAPI(title="irlens", lifespan=lifespan, docs_url="/-/docs", redoc_url=None, openapi_url="/-/openapi.json")
+    app.add_exception_handler(StarletteHTTPException, http_error)
     app.state.settings = settings
     app.state.db = Database(settings.database_url)
     app.state.urls = Urls(settings.base_url)

@@ -6,9 +6,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import JSONResponse
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.security import csrf_token
 from app.urls import Urls
@@ -46,6 +48,27 @@ def int_param(value: str) -> int:
     if not value.isdigit():
         raise HTTPException(404, "not found")
     return int(value)
+
+
+def prefers_html(request: Request) -> bool:
+    """A browser's form post or page view (not htmx, not a .json path): answer with HTML."""
+    accept = request.headers.get("accept", "")
+    return "text/html" in accept and not request.headers.get("hx-request") and not wants_json(request)
+
+
+async def http_error(request: Request, error: StarletteHTTPException):
+    """Errors as a page for browsers (a stale form, a dead link), as {"detail"} JSON for the rest."""
+    if not prefers_html(request) or request.method == "HEAD":
+        return await http_exception_handler(request, error)
+    urls: Urls = request.app.state.urls
+    return templates.TemplateResponse(
+        request,
+        "error.html",
+        {"data": {"status": error.status_code, "detail": error.detail}, "urls": urls,
+         "json_url": urls.json(urls.path(urls.route(request.url.path))), "settings": request.app.state.settings},
+        status_code=error.status_code,
+        headers=getattr(error, "headers", None),
+    )
 
 
 def respond(request: Request, template: str, data: dict[str, Any], status: int = 200, headers: dict | None = None):

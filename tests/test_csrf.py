@@ -145,3 +145,14 @@ def test_run_ids_are_128_random_bits_and_every_data_route_needs_one(client):
         assert "{run_id}" in path or path.startswith("/diff/{spec}") or path == "/static", path
     assert client.get("/runs/" + "0" * 32).status_code == 404
     assert client.get("/diff/" + "0" * 32 + "-1-1.." + "0" * 32 + "-1-2").status_code == 404
+
+
+def test_browsers_get_errors_as_a_page_and_api_clients_as_json(client):
+    page = client.get("/runs/" + "0" * 32, headers={"Accept": "text/html"})
+    assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
+    assert "Not found" in page.text and "no such run" in page.text
+    client.get("/")
+    stale = client.post("/runs/" + "0" * 32 + "/edit", data={"title": "x"}, headers={"Accept": "text/html"})
+    assert stale.status_code == 403 and "reload the page" in stale.text and "<h1" in stale.text
+    assert client.get("/runs/" + "0" * 32).json() == {"detail": "no such run"}
+    assert client.get("/runs/" + "0" * 32 + ".json", headers={"Accept": "text/html"}).json()["detail"]

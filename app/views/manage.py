@@ -22,7 +22,7 @@ from app.search import search_runs
 from app.security import CSRF
 from app.settings import Settings
 from app.urls import Urls
-from app.web import SessionDep, UrlsDep, respond, strip_json
+from app.web import SessionDep, UrlsDep, prefers_html, respond, strip_json
 
 router = APIRouter()
 log = logging.getLogger("irlens")
@@ -82,11 +82,6 @@ def _apply(run: Run, title: str | None, tags: list[str] | None, listed: bool | N
     return changed
 
 
-def _prefers_html(request: Request) -> bool:
-    accept = request.headers.get("accept", "")
-    return "text/html" in accept and not request.headers.get("hx-request")
-
-
 # -- search -----------------------------------------------------------------------------------------
 
 
@@ -131,7 +126,7 @@ def edit_form(
     session.commit()
     forget_runs(run.id)
     _log_change(identity, run, changed)
-    if _prefers_html(request):
+    if prefers_html(request):
         return RedirectResponse(urls.run(run.id), status_code=303)
     return JSONResponse(run_fields(run, urls, identity, settings))
 
@@ -202,9 +197,9 @@ def delete_form(
     identity: IdentityDep,
     confirm: Annotated[str | None, Form()] = None,
 ):
-    if _prefers_html(request) and not confirm:
+    if prefers_html(request) and not confirm:
         return RedirectResponse(urls.run_edit(strip_json(run_id)), status_code=303)
     result = _delete(request, session, run_id, identity)
-    if _prefers_html(request):
+    if prefers_html(request):
         return RedirectResponse(urls.home(), status_code=303)
     return result
