@@ -203,7 +203,8 @@ class _UploadParser(MultiPartParser):
         self._spooled = 0
 
     def on_part_data(self, data: bytes, start: int, end: int) -> None:
-        upload = self._current_part.file
+        # Starlette internals, read defensively: if they change, parts just spool as Starlette does.
+        upload = getattr(getattr(self, "_current_part", None), "file", None)
         if upload is not None and not getattr(upload.file, "_rolled", True):
             self._spooled += end - start
             if self._spooled > SPOOL_BUDGET:
