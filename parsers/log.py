@@ -2,8 +2,11 @@
 
 Works on large chunks and byte offsets rather than decoded lines: a dump body is found with
 `bytes.find` and sliced out whole, so the Python-level work is per dump, not per line.
-Damage is detected where it is cheap: a banner that starts mid-line (two writers interleaved),
-a dump cut off by the next banner or by the end of the log, and unbalanced braces.
+Damage is detected where it is cheap: a banner that starts mid-line or is glued to another (two
+writers interleaved), a dump cut off by the next banner or by the end of the log, and a body that
+its printer cannot have written whole (body_damage: foreign bytes, unbalanced braces, no module or
+two, #loc or !N numbering with gaps, an LLVM dump not ending as one does). Pieces of broken banners
+in the gap text are reported. tests/test_fuzz_logs.py states, as properties, what this guarantees.
 
 Speed (see bench/NOTES.md): the common case is an MLIR dump followed by a blank line and the next
 banner. The fast path finds the next banner mark once, takes the body in front of it, and looks at
@@ -25,19 +28,58 @@ from parsers.records import Dump, DumpHeader, GapBlock, UnknownBanner
 CHUNK_SIZE = 8 << 20
 GAP_BATCH_LINES = 5000
 _MARK = b"// -----//"  # any MLIR banner, wherever it appears
+_GLUED = re.compile(rb"// -----// |(?:; |# )?\*\*\* IR Dump ")  # where a banner glued onto another starts
+_HEADS = (b"// -----// ", b"; *** IR Dump ", b"*** IR Dump ", b"# *** IR Dump ")
+_LLVM_BANNER_LINE = re.compile(rb"^(?:; |# )?\*\*\* IR Dump ", re.MULTILINE)
 _MLIR_BANNER = b"// -----// "  # an MLIR banner, as _BANNER matches it at a line's start
 _BANNER = re.compile(rb"^(?:// -----// |; \*\*\* IR Dump |\*\*\* IR Dump |# \*\*\* IR Dump )", re.MULTILINE)
-# An LLVM dump has blank lines inside, so it runs until the next banner or an obvious non-IR line.
+# An LLVM dump has blank lines inside, so it runs until the next banner or an obvious non-IR line
+# (a timing report, a traceback, or MLIR text: another writer's dump).
 _LLVM_END = re.compile(
-    rb"^(?:// -----// |; \*\*\* IR Dump |\*\*\* IR Dump |# \*\*\* IR Dump |===-|Traceback \(most recent call last\))",
+    rb"^(?:// -----// |; \*\*\* IR Dump |\*\*\* IR Dump |# \*\*\* IR Dump |===-|Traceback \(most recent call last\)"
+    rb"|#loc\d* = loc\(|module (?:attributes )?\{)",
     re.MULTILINE,
 )
 UNBALANCED = "unbalanced braces: the dump is incomplete or mixed with other output"
+FOREIGN = (
+    "holds bytes an IR printer never writes (NUL, control or non-ASCII bytes): "
+    "binary data or other output is mixed into the dump"
+)
+NO_MODULE = "no module in the dump: it is incomplete or mixed with other output"
+LOC_GAP = "#loc aliases are missing: the dump was cut short or mixed with other output"
+BAD_START = "the dump does not start with #aliases or its module: other output is mixed in"
+BAD_END = "the dump does not end with its module's closing brace or #loc aliases: it is incomplete"
+METADATA_GAP = "its !N metadata is incomplete or not last: the LLVM dump was cut short or mixed with other output"
+MIR_END = "no '# End machine code' line: the machine-code dump was cut short"
+LLVM_MIXED = "two LLVM dumps run together: a banner between them is missing or broken"
+_METADATA_REF = re.compile(rb"![0-9]")
+_LLVM_DEFINE = re.compile(rb"\ndefine [^@\n]*@([^(\s]+)\(")
+LLVM_END = "the LLVM dump does not end with a function's closing brace or metadata: it was cut short"
+# Lines LLVM's pass manager prints after a dump (LLVM_IR_ENABLE_DUMP with debug-pass-manager output).
+_PASS_MANAGER_LINES = (b"Running ", b"Invalidating ", b"Clearing ", b"Skipping ")
+EMPTY = "empty dump"
+BROKEN_BANNER = "part of a dump banner inside the dump: other output is mixed in, or the next banner is broken"
+MODULES = "more than one module in the dump: two dumps are mixed"
+AMBIGUOUS = "its banner follows another banner directly: which of the two dumps this body belongs to is unknown"
+# Pieces of a banner that other output broke: wherever a banner is split, one side keeps "IR Dump",
+# or the split is inside it and the head ends in "*** I".."*** IR Dum" (an MLIR banner's head is
+# already one by its "// -----// ") and the tail starts with "R Dump".."p" and "Before"/"After".
+_BANNER_PIECE = re.compile(
+    rb"IR Dump|\*\*\* I(?:R ?(?:D(?:um?)?)?)?\r?$|^(?:R Dump|\s?Dump|ump|mp|p) (?:Before|After)\b", re.MULTILINE
+)
 _NL = 10  # b"\n"[0]
 _CR = 13
 _BLANK_LINE = re.compile(rb"\n\n")  # the regex engine finds this twice as fast as bytes.find
+_BLANK_END = re.compile(rb"\n\r?\n")  # a body's end: its last newline, then a blank line (CRLF logs too)
 # bytes.translate deleting all but these leaves a short string to count them in: one pass, not three.
-_COUNTED = bytes(c for c in range(256) if c not in b"\n{}")
+# Printers escape every byte outside printable ASCII (MLIR and LLVM alike; no corpus dump holds
+# one), so the bytes kept besides "\n{}" are foreign: their count comes from the same pass.
+_PRINTABLE = b"\t\r" + bytes(range(0x20, 0x7F))
+_COUNTED = bytes(c for c in _PRINTABLE if c not in b"{}")
+# An MLIR printer numbers #loc aliases #loc, #loc1, #loc2, ... by first use and defines each one used,
+# before the module or after it: a gap in the numbers means lines were lost (every corpus dump holds).
+_LOC_DEF = re.compile(rb"\n#loc(\d*) = ")
+_METADATA_DEF = re.compile(rb"\n!(\d+) = ")  # LLVM numbers its metadata !0, !1, ... likewise
 # A dump still open at a chunk's end is scanned again joined with the next chunk's head (so the fast
 # path sees it whole), unless it is already this long.
 _CARRY_MAX = 4 << 20
@@ -46,6 +88,89 @@ _CARRY_MAX = 4 << 20
 _RECENT_BYTES = 8 << 20
 _RECENT_COUNT = 64
 _HEADER_CACHE = 8192
+
+
+def body_damage(body: bytes, kind: str, counted: bytes | None = None, empty_ok: bool = False) -> str | None:
+    """Why `body` (trailing newlines removed) cannot be a whole dump as its printer wrote it, or None.
+
+    `counted` is `body.translate(None, _COUNTED)` when the caller has it; `empty_ok` for an LLVM dump
+    whose banner says it is empty ("omitted because no change"). The checks are the ones a
+    cut or a mix breaks and a real dump never does (all hold on every corpus dump): printable ASCII
+    only, balanced braces, a module, an MLIR dump's last line, the numbering of #loc aliases and of
+    LLVM metadata. They cannot see a foreign line that keeps all of these (a brace-free line from
+    another writer's dump at the same depth): tests/test_fuzz_logs.py says what is guaranteed.
+    """
+    if counted is None:
+        counted = body.translate(None, _COUNTED)
+    opening, closing = counted.count(b"{"), counted.count(b"}")
+    if len(counted) != opening + closing + counted.count(b"\n"):
+        return FOREIGN
+    if not body.strip():
+        return None if empty_ok and kind == "llvm" else EMPTY
+    if opening != closing:
+        return UNBALANCED
+    text = b"\n" + body
+    if _has_banner_piece(body):
+        return BROKEN_BANNER
+    if kind == "llvm":
+        # One module, or one function, per dump: a second one is another dump's text run into it.
+        machine = body.count(b"# Machine code for function")
+        if (
+            text.find(b"\n; ModuleID", 1) >= 0 or machine > 1 or body.count(b"# End machine code") > 1
+            or (machine and not body.startswith(b"# Machine code"))
+        ):
+            return LLVM_MIXED
+        defined = _LLVM_DEFINE.findall(text)
+        if len(set(defined)) != len(defined):
+            return LLVM_MIXED
+        last = _last_ir_line(body)
+        if b"# Machine code for function" in body:
+            if not last.startswith(b"# End machine code for function"):
+                return MIR_END
+        elif not last.startswith((b"}", b"!", b"attributes #", b"declare ")):
+            return LLVM_END
+        numbers = _METADATA_DEF.findall(text)  # only a module dump defines metadata, and last
+        if numbers and (not _numbered(numbers) or b"!%d" % len(numbers) in body or not last.startswith(b"!")):
+            return METADATA_GAP
+        if not numbers and body.startswith(b"; ModuleID") and _METADATA_REF.search(body):
+            return METADATA_GAP  # a module using metadata it does not define: cut before them
+        return None
+    if not body.startswith((b"#", b"module")):
+        return BAD_START  # an MLIR module dump opens with its aliases or the module itself
+    modules = text.count(b"\nmodule")
+    if modules != 1:
+        return NO_MODULE if not modules else MODULES
+    if body[body.rfind(b"\n") + 1 : body.rfind(b"\n") + 2] not in (b"}", b"#"):
+        return BAD_END
+    numbers = _LOC_DEF.findall(text)
+    if not _numbered(numbers) or (b"#loc%d" % len(numbers) if numbers else b"#loc") in body:
+        return LOC_GAP  # a number missing, or one referenced beyond the last defined
+    return None
+
+
+def _has_banner_piece(data: bytes) -> bool:
+    # Three literal finds run at memory speed; the regex (anchored at line ends) only on a hit.
+    return (
+        b"IR Dump" in data or b"*** I" in data or b"p Before" in data or b"p After" in data
+    ) and _BANNER_PIECE.search(data) is not None
+
+
+def _last_ir_line(body: bytes) -> bytes:
+    """The last line of an LLVM dump that is not blank and not LLVM's pass-manager chatter."""
+    end = len(body)
+    while end > 0:
+        start = body.rfind(b"\n", 0, end) + 1
+        line = body[start:end].strip()
+        if line and not line.startswith(_PASS_MANAGER_LINES):
+            return line
+        end = start - 1
+    return b""
+
+
+def _numbered(numbers: list[bytes]) -> bool:
+    """Whether alias numbers are 0 (written as nothing), 1, 2, ... each once."""
+    values = sorted(int(number) if number else 0 for number in numbers)
+    return values == list(range(len(values)))
 
 
 class _Chunks:
@@ -121,15 +246,15 @@ def _parse_banner(line: bytes) -> DumpHeader | None:
 
 
 class _RecentBodies:
-    """The last few fast-path bodies by length: (body, newline count, braces balanced)."""
+    """The last few fast-path bodies by length: (body, newline count, body_damage)."""
 
     def __init__(self) -> None:
-        self.by_length: dict[int, list[tuple[bytes, int, bool]]] = {}
+        self.by_length: dict[int, list[tuple[bytes, int, str | None]]] = {}
         self.order: list[int] = []  # lengths, oldest first (one entry per body)
         self.size = 0
-        self.last: tuple[bytes, int, bool] | None = None  # the latest body seen
+        self.last: tuple[bytes, int, str | None] | None = None  # the latest body seen
 
-    def find(self, chunk: bytes, pos: int, length: int) -> tuple[bytes, int, bool] | None:
+    def find(self, chunk: bytes, pos: int, length: int) -> tuple[bytes, int, str | None] | None:
         entries = self.by_length.get(length)
         if entries:
             for entry in reversed(entries):
@@ -137,12 +262,12 @@ class _RecentBodies:
                     return entry
         return None
 
-    def add(self, body: bytes, newlines: int, balanced: bool) -> None:
+    def add(self, body: bytes, newlines: int, damage: str | None) -> None:
         length = len(body)
-        self.last = (body, newlines, balanced)
+        self.last = (body, newlines, damage)
         if length > _RECENT_BYTES // 4:
             return
-        self.by_length.setdefault(length, []).append((body, newlines, balanced))
+        self.by_length.setdefault(length, []).append((body, newlines, damage))
         self.order.append(length)
         self.size += length
         while self.size > _RECENT_BYTES or len(self.order) > _RECENT_COUNT:
@@ -165,6 +290,7 @@ class _Scanner:
         self.headers = _HeaderCache()
         self.recent = _RecentBodies()
         self.carried = False  # the open dump's start was already carried into a joined piece
+        self.ambiguous = False  # the last MLIR banner was followed by another banner at once
 
     # -- dumps -------------------------------------------------------------
     def start(self, header: DumpHeader, line: int, damage: str | None = None) -> None:
@@ -175,22 +301,29 @@ class _Scanner:
     def finish(self, damage: str | None = None, truncated: bool = False) -> Dump:
         assert self.header is not None
         body = b"".join(self.parts).rstrip(b"\r\n")
-        damage = damage or self.pending_damage
-        if damage is None and self.header.kind != "llvm" and body.count(b"{") != body.count(b"}"):
-            damage = UNBALANCED
+        empty_ok = "omitted" in (self.header.pass_options or "")
+        damage = damage or self.pending_damage or body_damage(body, self.header.kind, empty_ok=empty_ok)
         dump = Dump(self.header, body, self.header_line, damage, truncated)
         self.header, self.parts, self.pending_damage = None, [], None
         return dump
 
     # -- gap text ------------------------------------------------------------
-    def add_gap(self, data: bytes) -> Iterator[GapBlock]:
+    def add_gap(self, data: bytes, pieces: bool = True) -> Iterator[GapBlock | UnknownBanner]:
         if not data:
             return
         lines = data.split(b"\n")
         if lines[-1] == b"":
             lines.pop()
+        # Text of a banner that other output broke (split over lines, cut short) is reported as an
+        # unknown banner, so the user learns a dump was not read; its lines stay log text.
+        pieces = pieces and _has_banner_piece(data)
         for raw in lines:
-            self.gap.lines.append((self.line, raw.rstrip(b"\r").decode("utf-8", "replace")))
+            text = raw.rstrip(b"\r").decode("utf-8", "replace")
+            if pieces and _BANNER_PIECE.search(raw):
+                if self.gap.lines:
+                    yield self.flush_gap()
+                yield UnknownBanner(self.line, text)
+            self.gap.lines.append((self.line, text))
             self.line += 1
             if len(self.gap.lines) >= GAP_BATCH_LINES:
                 yield self.flush_gap()
@@ -206,10 +339,12 @@ def scan_log(stream: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[Dump | 
     chunks = _Chunks(stream, chunk_size)
     for chunk, pos, size in chunks:
         # A dump that ended exactly at the previous chunk's end: its blank line starts this chunk.
-        if scan.header is not None and scan.header.kind != "llvm" and scan.parts and chunk.startswith(b"\n", pos):
-            yield scan.finish()
-            scan.line += 1
-            pos += 1
+        if scan.header is not None and scan.header.kind != "llvm" and scan.parts:
+            blank = 1 if chunk.startswith(b"\n", pos) else 2 if chunk.startswith(b"\r\n", pos) else 0
+            if blank:
+                yield scan.finish()
+                scan.line += 1
+                pos += blank
         while pos < size:
             if scan.header is None:
                 if chunk.startswith(_MLIR_BANNER, pos):  # the usual: a banner right after a dump
@@ -244,12 +379,22 @@ def scan_log(stream: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[Dump | 
                         break
                 pos = yield from _continue_mlir(scan, chunk, pos, size)
     if scan.header is not None:
-        if scan.header.kind == "llvm":
-            yield scan.finish()
+        # Complete only if whole by body_damage and its last line has its newline: a writer ends
+        # every line, so a log ending mid-line was cut there.
+        body = b"".join(scan.parts)
+        tail = body[body.rfind(b"\n") + 1 :]
+        if scan.header.kind == "llvm" and len(tail) >= 3 and any(head.startswith(tail) for head in _HEADS):
+            # The log was cut inside the next banner: the LLVM dump (which only a banner ends)
+            # ended before it; the piece is reported as a banner.
+            scan.parts = [body[: len(body) - len(tail)]]
+            body = scan.parts[0]
         else:
-            body = b"".join(scan.parts)
-            complete = bool(body.strip()) and body.count(b"{") == body.count(b"}")
-            yield scan.finish(None if complete else "the log ends inside this dump", truncated=not complete)
+            tail = b""
+        complete = body.endswith(b"\n") and body_damage(body.rstrip(b"\r\n"), scan.header.kind) is None
+        yield scan.finish(None if complete else "the log ends inside this dump", truncated=not complete)
+        if tail:
+            yield UnknownBanner(scan.line, tail.decode("utf-8", "replace"))
+            yield from scan.add_gap(tail, pieces=False)
     if scan.gap.lines:
         yield scan.flush_gap()
 
@@ -261,15 +406,26 @@ def _open_dump(scan: _Scanner, chunk: bytes, start: int, size: int, damage: str 
     banner = chunk[start:eol]
     # A second banner glued onto this one: two writers interleaved on one line.
     glued = banner.find(_MARK, len(_MARK))
+    second = _GLUED.search(banner, banner.find(b"IR Dump ") + 8)
+    if second is not None and (glued < 0 or second.start() < glued):
+        glued = second.start()
     if glued > 0:
         damage = "banner interleaved with another dump's banner"
+    elif banner.rstrip(b"\r\n").translate(None, _PRINTABLE):
+        damage = "the banner holds bytes an IR printer never writes: binary data or other output is mixed in"
     header = scan.headers.parse(banner if glued <= 0 else banner[:glued])
     if scan.gap.lines:
         yield scan.flush_gap()
     if header is None:
         yield UnknownBanner(scan.line, banner.rstrip(b"\r\n").decode("utf-8", "replace"))
-        yield from scan.add_gap(banner)
+        yield from scan.add_gap(banner, pieces=False)
         return eol
+    if scan.ambiguous:
+        damage, scan.ambiguous = damage or AMBIGUOUS, False
+    if banner.startswith(b"*** ") and (header.pass_arg is None or banner.rstrip().endswith(b":")):
+        # A legacy-style banner always names its pass argument and ends "***": this is the tail of
+        # a "; *** ... on X ***" or "# *** ...:" banner whose head other output took.
+        damage = damage or "the banner's head is missing: other output is mixed into it"
     scan.start(header, scan.line, damage)
     scan.line += 1
     return eol
@@ -290,7 +446,7 @@ def _fast_mlir(scan: _Scanner, chunk: bytes, pos: int, size: int) -> tuple[Dump,
         mark = end
         while mark < size and chunk[mark] == _NL:
             mark += 1
-        if mark - end >= 2 and chunk.startswith(_MARK, mark) and mark < size:
+        if mark - end >= 2 and chunk.startswith(_MARK, mark) and mark < size and last[2] != BROKEN_BANNER:
             return _emit(scan, last, end, mark)
     mark = chunk.find(_MARK, pos, size)
     if mark < 0:
@@ -306,22 +462,22 @@ def _fast_mlir(scan: _Scanner, chunk: bytes, pos: int, size: int) -> tuple[Dump,
         if body[0] == _NL or body[-1] == _CR or _BLANK_LINE.search(body):
             return None
         counted = body.translate(None, _COUNTED)
-        recent = (body, counted.count(b"\n"), counted.count(b"{") == counted.count(b"}"))
+        recent = (body, counted.count(b"\n"), body_damage(body, "mlir", counted))
         scan.recent.add(*recent)
     else:
         scan.recent.last = recent
+    if recent[2] == BROKEN_BANNER:
+        return None  # perhaps an LLVM banner inside: the general path ends the dump there
     return _emit(scan, recent, end, mark)
 
 
-def _emit(scan: _Scanner, body_facts: tuple[bytes, int, bool], end: int, mark: int) -> tuple[Dump, int]:
+def _emit(scan: _Scanner, body_facts: tuple[bytes, int, str | None], end: int, mark: int) -> tuple[Dump, int]:
     """The dump whose body ends at `end`, the next banner being at `mark`; any blank lines beyond the
     one that ends the dump are gap lines (as add_gap would record them)."""
-    body, newlines, balanced = body_facts
+    body, newlines, body_problem = body_facts
     header = scan.header
     assert header is not None
-    damage = scan.pending_damage
-    if damage is None and not balanced:
-        damage = UNBALANCED
+    damage = scan.pending_damage or body_problem
     dump = Dump(header, body, scan.header_line, damage, False, newlines + 1)
     scan.header, scan.pending_damage = None, None
     line = scan.line + newlines + 2  # the body's lines and the blank line
@@ -337,10 +493,14 @@ def _emit(scan: _Scanner, body_facts: tuple[bytes, int, bool], end: int, mark: i
 
 
 def _continue_mlir(scan: _Scanner, chunk: bytes, pos: int, size: int):
-    """Consume MLIR body bytes from `pos`; the body ends at the first blank line."""
-    end = chunk.find(b"\n\n", max(pos - 1, 0), size)
+    """Consume MLIR body bytes from `pos`; the body ends at the first blank line ("\n" or "\r\n")."""
+    blank = _BLANK_END.search(chunk, max(pos - 1, 0), size)
+    end = blank.start() if blank else -1
     stop = size if end < 0 else end + 1
     foreign = chunk.find(_MARK, pos, stop)
+    llvm = _LLVM_BANNER_LINE.search(chunk, pos, stop if foreign < 0 else foreign)
+    if llvm is not None:  # an LLVM banner at a line start ends the MLIR dump as an MLIR one does
+        foreign = llvm.start()
     if foreign >= 0:
         # Another banner before this dump's blank line: this dump was cut short or interleaved.
         scan.parts.append(chunk[pos:foreign])
@@ -349,9 +509,11 @@ def _continue_mlir(scan: _Scanner, chunk: bytes, pos: int, size: int):
         damage = (
             "cut off by the next dump's banner" if at_line_start else "another dump's banner inside this dump"
         )
-        body = b"".join(scan.parts)
-        if at_line_start and body.strip() and body.count(b"{") == body.count(b"}"):
+        body = b"".join(scan.parts).rstrip(b"\r\n")
+        if at_line_start and body_damage(body, scan.header.kind) is None:
             damage = None  # complete module, only the blank line is missing
+        # Two banners in a row: the body that follows is one of them, which one is unknown.
+        scan.ambiguous = at_line_start and not body.strip()
         yield scan.finish(damage)
         if not at_line_start:
             # The interrupting banner starts mid-line: split the line there.
@@ -364,4 +526,4 @@ def _continue_mlir(scan: _Scanner, chunk: bytes, pos: int, size: int):
     scan.parts.append(chunk[pos : end + 1])
     scan.line += chunk.count(b"\n", pos, end + 1) + 1  # body lines plus the blank line
     yield scan.finish()
-    return end + 2
+    return blank.end()
