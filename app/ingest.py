@@ -248,6 +248,10 @@ class Ingest:
 
     def _ingest_cache_file(self, path: str, role: str, stream: BinaryIO) -> tuple[str, int]:
         folder = self.folders.setdefault(cache.folder_of(path), CacheFolder(cache.folder_of(path)))
+        if any(artifact["path"] == path for artifact in folder.files):
+            size, _ = self._drain(stream)
+            self._problem("warning", "the same file is in the upload twice: the second copy is not kept", path=path)
+            return "duplicate", size
         if role == "cache-binary":
             size, digest = self._drain(stream)
             folder.add(path.rsplit(".", 1)[-1], path, size, digest, None, None)
@@ -255,9 +259,9 @@ class Ingest:
         data = self._read_small(stream, path)
         digest = sha256(data)
         if role == "cache-metadata":
-            metadata = cache.parse_metadata(data)
-            if metadata is None:
-                self._problem("warning", "a .json file that is not Triton kernel metadata", path=path)
+            metadata, problems = cache.read_metadata(data)
+            for problem in problems:
+                self._problem("warning", problem, path=path)
             folder.metadata = metadata or folder.metadata
             kind = "json"
         elif role == "cache-group":
@@ -339,8 +343,37 @@ class Ingest:
         self.problems.append({"kind": kind, "message": message, **fields})
 
     # -- writing ------------------------------------------------------------------
+    def _check_folders(self) -> None:
+        """Tell the user about cache folders that are suspect as a whole: a copy of another one, or
+        a kernel binary alone (a .cubin shows nothing but its size and hash)."""
+        seen: dict[frozenset, str] = {}
+        for folder in self.folders.values():
+            files = frozenset((artifact["kind"], artifact["sha256"]) for artifact in folder.files)
+            if files and files in seen:
+                self._problem("warning", f"the same kernel files as {seen[files] or 'the top folder'}: "
+                              "a copy of the same cache entry", path=folder.path or None)
+            seen.setdefault(files, folder.path)
+            kinds = {artifact["kind"] for artifact in folder.files}
+            if kinds and kinds <= {"cubin", "hsaco"}:
+                for artifact in folder.files:
+                    self._problem("warning", "a kernel binary without the IR or metadata of its cache folder: "
+                                  "kept by size and hash only", path=artifact["path"])
+            elif "json" in kinds:
+                # Every complete cache entry holds its TTGIR, LLVM IR and binary beside the metadata.
+                missing = [name for name, found in (
+                    (".ttgir", "ttgir" in kinds), (".llir", "llir" in kinds), ("binary", kinds & {"cubin", "hsaco"}),
+                ) if not found]
+                if missing:
+                    self._problem("warning", f"an incomplete cache entry: no {', '.join(missing)} (the compile "
+                                  "failed, or files were left out of the upload); the rest is kept",
+                                  path=folder.path or None)
+            elif kinds and not kinds & {"ttir", "ttgir", "glir", "source", "grp"}:
+                self._problem("warning", "stage files without the IR or metadata of their cache folder: kept, "
+                              "but nothing ties them to a log's compilation", path=folder.path or None)
+
     def _write(self) -> None:
         run = self.run
+        self._check_folders()
         ordered: list[tuple[CompilationRecord, str]] = []
         diagnostics: list[tuple[ParsedDiagnostic, CompilationRecord | None, str]] = []
         for log in self.logs:

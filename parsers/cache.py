@@ -7,6 +7,7 @@ A kernel folder holds `{name}.ttir/.ttgir/.llir/.ptx/...`, binaries, `{name}.jso
 from __future__ import annotations
 
 import json
+import math
 import posixpath
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,34 +56,86 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+_INT_FIELDS = ("num_warps", "num_stages", "num_ctas", "shared")
+_STR_FIELDS = ("name", "hash", "triton_version")
+
+
 def parse_metadata(data: bytes) -> KernelMetadata | None:
     """Parse a metadata JSON tolerantly: fields come and go between Triton versions.
 
     Returns None when the JSON is not kernel metadata (no `name`/`hash`/`target`).
     """
+    return read_metadata(data)[0]
+
+
+def read_metadata(data: bytes) -> tuple[KernelMetadata | None, list[str]]:
+    """The metadata, and what is wrong with the file (for the user): not JSON, cut short, not an
+    object, fields of the wrong type (ignored), numbers JSON has no room for (NaN, 1e999: kept as null,
+    since PostgreSQL refuses them in a json column). Never raises."""
+    dropped: list[str] = []  # NaN, Infinity, 1e999: numbers JSON has no room for
+
+    def constant(name: str) -> None:
+        dropped.append(name)
+
+    def number(text: str) -> float | None:
+        value = float(text)
+        if math.isfinite(value):
+            return value
+        dropped.append(text)
+        return None
+
     try:
-        raw = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    if not isinstance(raw, dict) or not ({"hash", "target", "name"} & raw.keys()):
-        return None
+        raw = json.loads(data, parse_constant=constant, parse_float=number)
+    except RecursionError:
+        return None, ["kernel metadata JSON nested too deeply to read: its fields are not shown"]
+    except UnicodeDecodeError as error:
+        return None, [f"kernel metadata JSON is not UTF-8 ({error.reason} at byte {error.start}): its fields are not shown"]
+    except ValueError as error:
+        cut = isinstance(error, json.JSONDecodeError) and (
+            error.pos >= len(data.rstrip()) or error.msg.startswith("Unterminated")
+        )
+        what = "cut short" if cut else "not valid JSON"
+        return None, [f"kernel metadata JSON is {what} ({error}): its fields are not shown"]
+    if not isinstance(raw, dict):
+        return None, [f"kernel metadata JSON is a {type(raw).__name__}, not an object: its fields are not shown"]
+    if not ({"hash", "target", "name"} & raw.keys()):
+        return None, ["a .json file that is not Triton kernel metadata (no hash, target or name)"]
+    problems = [
+        f"metadata holds {', '.join(sorted(set(dropped)))}, which JSON does not allow: kept as null"
+    ] if dropped else []
+    problems += [
+        f"metadata field {name!r} is {type(raw[name]).__name__} {_short(raw[name])}, not {kind}: ignored"
+        for names, check, kind in ((_INT_FIELDS, _int, "an integer"), (_STR_FIELDS, _str, "a string"))
+        for name in names
+        if raw.get(name) is not None and check(raw[name]) is None
+    ]
     target = raw.get("target")
     target_text = None
-    if isinstance(target, dict) and target.get("backend"):
+    if isinstance(target, dict) and isinstance(target.get("backend"), str):
         target_text = f"{target['backend']}:{target.get('arch')}"
     elif isinstance(target, list) and len(target) >= 2:  # Triton 3.0 wrote [backend, arch, warp_size]
         target_text = f"{target[0]}:{target[1]}"
     elif isinstance(target, str):
         target_text = target
-    version = raw.get("triton_version")
+    elif target is not None:
+        problems.append(f"metadata field 'target' is {type(target).__name__} {_short(target)}: ignored")
     return KernelMetadata(
-        name=raw.get("name") if isinstance(raw.get("name"), str) else None,
-        hash=raw.get("hash") if isinstance(raw.get("hash"), str) else None,
+        name=_str(raw.get("name")),
+        hash=_str(raw.get("hash")),
         target=target_text,
-        triton_version=version if isinstance(version, str) else None,
+        triton_version=_str(raw.get("triton_version")),
         num_warps=_int(raw.get("num_warps")),
         num_stages=_int(raw.get("num_stages")),
         num_ctas=_int(raw.get("num_ctas")),
         shared=_int(raw.get("shared")),
         raw=raw,
-    )
+    ), problems
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -10,6 +10,7 @@ parsers/log.py, which scans the stream once for all of them.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -23,14 +24,32 @@ class InputFormat:
     applies: Callable[[str, bytes], bool]
 
 
+# Executables and object files (a .cubin is an ELF file), Mach-O, PE: never a log, whatever the name.
+_BINARY_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"MZ\x90\x00")
+
+
 def _is_binary_data(head: bytes) -> bool:
-    """Text logs have no NUL bytes; anything with them (or mostly control bytes) is not a log."""
-    if b"\x00" in head:
+    """An executable, or mostly control bytes. A log with a few NUL bytes in it (binary junk written
+    into stderr) stays a log: its dumps are read, and the junk is reported where it lands."""
+    if head.startswith(_BINARY_MAGIC):
         return True
     if not head:
         return False
     controls = sum(1 for byte in head if byte < 9 or 13 < byte < 32)
     return controls > len(head) // 10
+
+
+def _is_cache_metadata(path: str, head: bytes) -> bool:
+    """Kernel metadata by its content, or by its place: `{name}.json` in a cache folder (a 52-character
+    base32 or 64-character hex hash) is metadata even when it is cut short or not JSON, so that it is
+    reported as broken metadata rather than read as a log."""
+    if head.lstrip().startswith(b"{") and b'"hash"' in head:
+        return True
+    folder = posixpath.basename(posixpath.dirname(path))
+    return _CACHE_FOLDER.fullmatch(folder) is not None and not path.endswith(".autotune.json")
+
+
+_CACHE_FOLDER = re.compile(r"[A-Z2-7]{52}|[0-9a-f]{64}")
 
 
 FORMATS: list[InputFormat] = [
@@ -48,7 +67,7 @@ FORMATS: list[InputFormat] = [
     InputFormat(
         "cache-metadata",
         "Kernel metadata JSON from a Triton cache folder",
-        lambda path, head: path.endswith(".json") and head.lstrip().startswith(b"{") and b'"hash"' in head,
+        lambda path, head: path.endswith(".json") and _is_cache_metadata(path, head),
     ),
     InputFormat("source", "Python source the IR's loc() entries point at", lambda path, head: path.endswith(".py")),
     InputFormat(
