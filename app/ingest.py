@@ -50,6 +50,7 @@ _SNAPSHOT_COLUMNS = (
 )
 Progress = Callable[[str, int], None]
 _KEPT_ROLES = {"log", "source", "cache-group", "cache-stage", "cache-binary", "cache-metadata"}
+LONG_LINE = 1 << 20  # a gap line longer than this is reported: binary junk or a runaway print
 MAX_REASONS = 10  # files named in the error for an upload with nothing to ingest
 
 
@@ -294,6 +295,10 @@ class Ingest:
                 for parsed in parse_gap(record.lines):
                     self._add_gap_record(result, parsed)
                 replaced += sum(1 for _, line in record.lines if "\ufffd" in line)
+                for number, line in record.lines:
+                    if len(line) > LONG_LINE:
+                        self._problem("warning", f"a log line of {len(line) / 1e6:.1f} million characters, "
+                                      "not IR: kept as log text", path=path, line=number)
             elif isinstance(record, UnknownBanner):
                 dumps += 1
                 self._problem("warning", "a dump banner irlens cannot parse; kept as log text",
