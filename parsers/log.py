@@ -132,8 +132,11 @@ def body_damage(body: bytes, kind: str, counted: bytes | None = None, empty_ok: 
         numbers = _METADATA_DEF.findall(text)  # only a module dump defines metadata, and last
         if numbers and (not _numbered(numbers) or b"!%d" % len(numbers) in body or not last.startswith(b"!")):
             return METADATA_GAP
-        if not numbers and body.startswith(b"; ModuleID") and _METADATA_REF.search(body):
+        module = body.startswith((b"; ModuleID", b"source_filename"))
+        if not numbers and module and _METADATA_REF.search(body):
             return METADATA_GAP  # a module using metadata it does not define: cut before them
+        if numbers and not module:
+            return LLVM_MIXED  # a function dump defines no metadata: a module's tail ran into it
         return None
     if not body.startswith((b"#", b"module")):
         return BAD_START  # an MLIR module dump opens with its aliases or the module itself
@@ -338,8 +341,9 @@ def scan_log(stream: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[Dump | 
     scan = _Scanner()
     chunks = _Chunks(stream, chunk_size)
     for chunk, pos, size in chunks:
-        # A dump that ended exactly at the previous chunk's end: its blank line starts this chunk.
-        if scan.header is not None and scan.header.kind != "llvm" and scan.parts:
+        # A dump that ended exactly at the previous chunk's end (or whose banner did: an empty dump):
+        # its blank line starts this chunk.
+        if scan.header is not None and scan.header.kind != "llvm":
             blank = 1 if chunk.startswith(b"\n", pos) else 2 if chunk.startswith(b"\r\n", pos) else 0
             if blank:
                 yield scan.finish()
@@ -401,6 +405,7 @@ def scan_log(stream: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[Dump | 
 
 def _open_dump(scan: _Scanner, chunk: bytes, start: int, size: int, damage: str | None = None):
     """Parse the banner at `start`; return the position after its line."""
+    ambiguous, scan.ambiguous = scan.ambiguous, False  # it concerns this banner only
     eol = chunk.find(b"\n", start, size)
     eol = size if eol < 0 else eol + 1
     banner = chunk[start:eol]
@@ -420,8 +425,8 @@ def _open_dump(scan: _Scanner, chunk: bytes, start: int, size: int, damage: str 
         yield UnknownBanner(scan.line, banner.rstrip(b"\r\n").decode("utf-8", "replace"))
         yield from scan.add_gap(banner, pieces=False)
         return eol
-    if scan.ambiguous:
-        damage, scan.ambiguous = damage or AMBIGUOUS, False
+    if ambiguous:
+        damage = damage or AMBIGUOUS
     if banner.startswith(b"*** ") and (header.pass_arg is None or banner.rstrip().endswith(b":")):
         # A legacy-style banner always names its pass argument and ends "***": this is the tail of
         # a "; *** ... on X ***" or "# *** ...:" banner whose head other output took.

@@ -81,6 +81,7 @@ def test_crlf_log_gives_the_same_dumps(window, chunk_size):
 
 @example(W(ADD, 0, 1), [(0.03125, b"\x00")], MB)  # NUL in a #loc line: was intact
 @example(W(LLVM, 0, 5), [(1.0, b"\x00")], MB)  # NUL at the end of an LLVM dump
+@example(W(LLVM, 5, 5), [(0.8454100225514434, b"\x00")], MB)  # NUL in the banner after an LLVM dump
 @given(fz.windows(), st.lists(st.tuples(st.floats(0, 1), fz.FOREIGN_BYTES), min_size=1, max_size=4), CHUNKS)
 def test_nul_and_non_utf8_bytes_damage_only_the_dumps_they_land_in(window, insertions, chunk_size):
     fz.count()
@@ -96,8 +97,10 @@ def test_nul_and_non_utf8_bytes_damage_only_the_dumps_they_land_in(window, inser
     originals = {fz.key(dump) + (dump.line,) for dump in whole}
     assert found <= originals  # an IR printer never writes these bytes: a dump holding them is damaged
     for dump, (start, end) in zip(whole, fz.dump_spans(data)):
-        # An LLVM dump runs to the next banner: bytes put right before that banner are in it.
-        end += dump.header.kind == "llvm"
+        # An LLVM dump runs to the next banner, so bytes that break that banner's line (or come just
+        # before it) make it run on: the dump cannot be known whole, and is damaged.
+        if dump.header.kind == "llvm":
+            end = data.index(b"\n", end) + 1 if end < len(data) else end + 1
         if not any(start <= position < end for position, _ in positions):
             assert fz.key(dump) + (dump.line,) in found
 
@@ -185,6 +188,8 @@ def test_logs_interleaved_line_by_line(window_a, window_b, runs):
     check_interleave(mixed, owners, (whole_a, whole_b), (data_a, data_b))
 
 
+@example(W(ADD, 29, 1), W(ADD, 0, 2), [13, 1, 1, 25], [13, 1])  # "two banners in a row" outlived an
+# unparseable banner between them and damaged a later, whole dump
 @example(W(ADD, 0, 1), W(LLVM, 4, 1), [1], [1, 1, 1, 1])  # "; *** ... on [module] ***" lost its "; ": a
 # legacy-style banner of the same dump, intact
 @given(
@@ -200,8 +205,10 @@ def test_logs_interleaved_character_by_character(window_a, window_b, sizes, runs
 
 
 @example(W(LLVM, 4, 1), W(ADD, 0, 1), 116)  # an LLVM module cut before its metadata: was intact
+@example(W(LLVM, 11, 3), W(ADD, 0, 1), 274)  # the same, legacy style (no "; ModuleID" line)
 @example(W(LLVM, 18, 1), W(LLVM, 17, 2), 2)  # two machine-code dumps run together: was intact
 @example(W(LLVM, 4, 1), W(LLVM, 8, 2), 1)  # a module dump run into a function dump: was intact
+@example(W(LLVM, 11, 2), W(LLVM, 8, 2), 80)  # a module's metadata ran into a function dump: was intact
 @example(W(LLVM, 9, 1), W(LLVM, 3, 2), 1)  # an LLVM function dump run into another: was intact
 @example(W(LLVM, 18, 1), W(LLVM, 8, 2), 1)  # machine code run into an LLVM IR dump: was intact
 @given(fz.windows(), fz.windows(max_dumps=2), st.integers(0, 10**6))
@@ -236,3 +243,14 @@ def test_any_mutation_never_raises_and_chunking_changes_nothing(data, chunk_size
     mutated = bytes(text)
     records = fz.check_scan(mutated, chunk_size)
     assert fz.normalised(records) == fz.normalised(fz.scan(mutated))
+
+
+def test_a_banner_ending_a_chunk_then_a_blank_line_is_an_empty_dump_as_in_one_chunk():
+    # Found by the chunking property: the blank line after a banner that ended a chunk was not seen,
+    # so the next dump's lines became this one's body.
+    data = W(ADD, 0, 2).data
+    banner = data[: data.index(b"\n") + 1]
+    mutated = banner + b"\n" + data[len(banner) :]
+    records = fz.scan(mutated, chunk_size=len(banner))
+    assert fz.normalised(records) == fz.normalised(fz.scan(mutated))
+    assert fz.dumps(records)[0].damage == "empty dump"
