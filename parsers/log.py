@@ -18,6 +18,7 @@ into a line, a dump running over a chunk's end) takes the general path, which gi
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -146,8 +147,8 @@ def body_damage(body: bytes, kind: str, counted: bytes | None = None, empty_ok: 
     if body[body.rfind(b"\n") + 1 : body.rfind(b"\n") + 2] not in (b"}", b"#"):
         return BAD_END
     numbers = _LOC_DEF.findall(text)
-    if not _numbered(numbers) or (b"#loc%d" % len(numbers) if numbers else b"#loc") in body:
-        return LOC_GAP  # a number missing, or one referenced beyond the last defined
+    if not _numbered(numbers) or (_loc_at_least(len(numbers)).search(body) if numbers else b"#loc" in body):
+        return LOC_GAP  # a number missing, or one used beyond the last defined (by any line, alias or op)
     return None
 
 
@@ -168,6 +169,20 @@ def _last_ir_line(body: bytes) -> bytes:
             return line
         end = start - 1
     return b""
+
+
+@functools.lru_cache(maxsize=256)
+def _loc_at_least(count: int) -> re.Pattern[bytes]:
+    """A pattern for a reference to #locN with N >= count (count >= 1): one search of the body, where
+    collecting every #loc number would cost twice as much."""
+    digits = str(count)
+    larger = [
+        digits[:i] + f"[{int(digit) + 1}-9]" + r"\d" * (len(digits) - i - 1)
+        for i, digit in enumerate(digits)
+        if digit != "9"
+    ]
+    alternatives = [digits, *larger, r"[1-9]\d{" + str(len(digits)) + ",}"]
+    return re.compile(rb"#loc(?:" + "|".join(alternatives).encode() + rb")(?!\d)")
 
 
 def _numbered(numbers: list[bytes]) -> bool:
@@ -464,8 +479,8 @@ def _fast_mlir(scan: _Scanner, chunk: bytes, pos: int, size: int) -> tuple[Dump,
     recent = scan.recent.find(chunk, pos, end - pos)
     if recent is None:
         body = chunk[pos:end]
-        if body[0] == _NL or body[-1] == _CR or _BLANK_LINE.search(body):
-            return None
+        if body[0] == _NL or body[-1] == _CR or _BLANK_LINE.search(body) or b"\n\r\n" in body:
+            return None  # a blank line inside (a CRLF one too) ends the dump there: the general path
         counted = body.translate(None, _COUNTED)
         recent = (body, counted.count(b"\n"), body_damage(body, "mlir", counted))
         scan.recent.add(*recent)

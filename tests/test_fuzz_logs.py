@@ -208,6 +208,8 @@ def test_logs_interleaved_character_by_character(window_a, window_b, sizes, runs
 @example(W(LLVM, 11, 3), W(ADD, 0, 1), 274)  # the same, legacy style (no "; ModuleID" line)
 @example(W(LLVM, 18, 1), W(LLVM, 17, 2), 2)  # two machine-code dumps run together: was intact
 @example(W(LLVM, 4, 1), W(LLVM, 8, 2), 1)  # a module dump run into a function dump: was intact
+@example(W("inductor_tail_warning_h200_triton36.log.gz", 0, 1), W(ADD, 0, 1), 3016)  # cut among the
+# trailing #loc aliases, the missing ones used only by other missing ones: was intact
 @example(W(LLVM, 11, 2), W(LLVM, 8, 2), 80)  # a module's metadata ran into a function dump: was intact
 @example(W(LLVM, 9, 1), W(LLVM, 3, 2), 1)  # an LLVM function dump run into another: was intact
 @example(W(LLVM, 18, 1), W(LLVM, 8, 2), 1)  # machine code run into an LLVM IR dump: was intact
@@ -254,3 +256,12 @@ def test_a_banner_ending_a_chunk_then_a_blank_line_is_an_empty_dump_as_in_one_ch
     records = fz.scan(mutated, chunk_size=len(banner))
     assert fz.normalised(records) == fz.normalised(fz.scan(mutated))
     assert fz.dumps(records)[0].damage == "empty dump"
+
+
+def test_a_crlf_blank_line_inside_a_dump_ends_it_whatever_the_chunking():
+    # Found by the chunking property: the fast path (one big chunk) did not see "\r\n" as a blank
+    # line and kept it inside an intact dump; the general path (small chunks) ended the dump there.
+    data = W(ADD, 38, 2).data
+    mutated = data[:393] + b"\r\n" + data[393:]  # among the #loc aliases before the module
+    assert fz.normalised(fz.scan(mutated, 257)) == fz.normalised(fz.scan(mutated))
+    assert fz.dumps(fz.scan(mutated))[0].damage
