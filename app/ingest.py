@@ -37,7 +37,7 @@ from parsers.compilations import CompilationGrouper, CompilationRecord
 from parsers.diagnostics import Diagnostic as ParsedDiagnostic
 from parsers.diagnostics import LogLines, parse_gap
 from parsers.log import scan_log
-from parsers.records import Dump, GapBlock, UnknownBanner
+from parsers.records import CutLine, Dump, GapBlock, UnknownBanner
 from parsers.sources import InputFile, Limits, SourceWalker
 from parsers.timing import TimingReport
 
@@ -299,6 +299,9 @@ class Ingest:
                     if len(line) > LONG_LINE:
                         self._problem("warning", f"a log line of {len(line) / 1e6:.1f} million characters, "
                                       "not IR: kept as log text", path=path, line=number)
+            elif kind is CutLine:
+                self._problem("warning", f"a line of {(record.kept + record.dropped) / 1e6:.1f} MB: only its "
+                              f"first {record.kept / 1e6:.1f} MB kept", path=path, line=record.line)
             elif isinstance(record, UnknownBanner):
                 dumps += 1
                 self._problem("warning", "a dump banner irlens cannot parse; kept as log text",

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from parsers import llvm_dump, mlir_dump
-from parsers.records import Dump, DumpHeader, GapBlock, UnknownBanner
+from parsers.records import CutLine, Dump, DumpHeader, GapBlock, UnknownBanner
 
 CHUNK_SIZE = 8 << 20
 GAP_BATCH_LINES = 5000
@@ -84,6 +84,12 @@ _METADATA_DEF = re.compile(rb"\n!(\d+) = ")  # LLVM numbers its metadata !0, !1,
 # A dump still open at a chunk's end is scanned again joined with the next chunk's head (so the fast
 # path sees it whole), unless it is already this long.
 _CARRY_MAX = 4 << 20
+# Memory stays bounded by these however the input is shaped: a longer line keeps its first
+# MAX_LINE_BYTES (the rest is reported, not stored), and a longer dump ends there as damaged (the
+# rest is read as log text). Real dumps are a few MB; a runaway print or binary junk is not IR.
+MAX_LINE_BYTES = 8 << 20
+MAX_DUMP_BYTES = 64 << 20
+TOO_BIG = f"the dump is larger than {MAX_DUMP_BYTES >> 20} MiB: cut there, the rest is read as log text"
 
 # Recently seen fast-path bodies, for recognising an unchanged pass without re-reading its body.
 _RECENT_BYTES = 8 << 20
@@ -203,6 +209,8 @@ class _Chunks:
         self.stream = stream
         self.chunk_size = chunk_size
         self.carry = b""  # set by the scanner: the unscanned tail of the piece it was given
+        self.cut: tuple[int, int] | None = None  # (kept, dropped) bytes of the next piece's first line
+        self._dropped = 0
 
     def __iter__(self) -> Iterator[tuple[bytes, int, int]]:
         partial: list[bytes] = []  # unscanned bytes before block[start:] that end in no newline
@@ -211,7 +219,7 @@ class _Chunks:
             if start >= len(block):
                 block, start = self.stream.read(self.chunk_size), 0
                 if not block:
-                    last = self.carry + b"".join(partial)
+                    last = self._joined(self.carry, partial, b"")
                     if last:
                         yield last, 0, len(last)
                     return
@@ -224,11 +232,15 @@ class _Chunks:
                         cut = block.find(b"\n", mark) + 1
                 if not cut:
                     cut = block.find(b"\n", start) + 1
-                if not cut:  # no newline in the rest of the block: keep collecting
-                    partial = [carry, *partial, block[start:]]
+                if not cut:  # no newline in the rest of the block: keep collecting, up to a limit
+                    room = MAX_LINE_BYTES - sum(map(len, partial))
+                    if room > 0:
+                        partial.append(block[start : start + room])
+                    self._dropped += max(0, len(block) - start - max(room, 0))
                     start = len(block)
+                    self.carry = carry
                     continue
-                joined = carry + b"".join(partial) + block[start:cut]
+                joined = self._joined(carry, partial, block[start:cut])
                 partial, start = [], cut
                 yield joined, 0, len(joined)
                 continue
@@ -240,6 +252,26 @@ class _Chunks:
             if cut < len(block):
                 partial.append(block[cut:])
             start = len(block)
+
+    def _capped(self, line: bytes) -> bytes:
+        """The first MAX_LINE_BYTES of a line without its newline yet; the rest is counted, not kept."""
+        if len(line) <= MAX_LINE_BYTES:
+            return line
+        self._dropped += len(line) - MAX_LINE_BYTES
+        return line[:MAX_LINE_BYTES]
+
+    def _joined(self, carry: bytes, partial: list[bytes], rest: bytes) -> bytes:
+        """carry + the line cut by the block's end + its rest; a line over the limit is cut there, and
+        `cut` tells the scanner which line of the piece it was and how much of it was dropped."""
+        end = rest.find(b"\n") + 1 or len(rest)  # `rest` may run on past the line, to a banner
+        line = b"".join(partial) + rest[:end]
+        if self._dropped or len(line) > MAX_LINE_BYTES + 1:
+            newline = line.endswith(b"\n")
+            kept = self._capped(line[:-1] if newline else line)
+            self.cut = (carry.count(b"\n"), len(kept), self._dropped)
+            self._dropped = 0
+            line = kept + (b"\n" if newline else b"")
+        return carry + line + rest[end:]
 
 
 class _HeaderCache(dict):
@@ -309,6 +341,12 @@ class _Scanner:
         self.recent = _RecentBodies()
         self.carried = False  # the open dump's start was already carried into a joined piece
         self.ambiguous = False  # the last MLIR banner was followed by another banner at once
+        self.cut_line = 0  # the last line _Chunks cut short: a dump holding it is damaged
+
+    def cut_damage(self, last_line: int) -> str | None:
+        if self.header_line < self.cut_line <= last_line:
+            return f"line {self.cut_line} of the log is longer than {MAX_LINE_BYTES >> 20} MiB: cut there"
+        return None
 
     # -- dumps -------------------------------------------------------------
     def start(self, header: DumpHeader, line: int, damage: str | None = None) -> None:
@@ -320,10 +358,15 @@ class _Scanner:
         assert self.header is not None
         body = b"".join(self.parts).rstrip(b"\r\n")
         empty_ok = "omitted" in (self.header.pass_options or "")
-        damage = damage or self.pending_damage or body_damage(body, self.header.kind, empty_ok=empty_ok)
+        damage = damage or self.pending_damage or self.cut_damage(self.line) or body_damage(
+            body, self.header.kind, empty_ok=empty_ok
+        )
         dump = Dump(self.header, body, self.header_line, damage, truncated)
         self.header, self.parts, self.pending_damage = None, [], None
         return dump
+
+    def oversized(self) -> bool:
+        return sum(map(len, self.parts)) > MAX_DUMP_BYTES
 
     # -- gap text ------------------------------------------------------------
     def add_gap(self, data: bytes, pieces: bool = True) -> Iterator[GapBlock | UnknownBanner]:
@@ -356,6 +399,11 @@ def scan_log(stream: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[Dump | 
     scan = _Scanner()
     chunks = _Chunks(stream, chunk_size)
     for chunk, pos, size in chunks:
+        if chunks.cut is not None:
+            before, kept, dropped = chunks.cut
+            chunks.cut = None
+            scan.cut_line = scan.line + before
+            yield CutLine(scan.cut_line, kept, dropped)
         # A dump that ended exactly at the previous chunk's end (or whose banner did: an empty dump):
         # its blank line starts this chunk.
         if scan.header is not None and scan.header.kind != "llvm":
@@ -384,6 +432,8 @@ def scan_log(stream: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[Dump | 
                 pos = end
                 if match is not None:
                     yield scan.finish()
+                elif scan.oversized():
+                    yield scan.finish(TOO_BIG)
             else:
                 if not scan.parts:
                     dump = _fast_mlir(scan, chunk, pos, size)
@@ -497,7 +547,7 @@ def _emit(scan: _Scanner, body_facts: tuple[bytes, int, str | None], end: int, m
     body, newlines, body_problem = body_facts
     header = scan.header
     assert header is not None
-    damage = scan.pending_damage or body_problem
+    damage = scan.pending_damage or scan.cut_damage(scan.header_line + newlines + 1) or body_problem
     dump = Dump(header, body, scan.header_line, damage, False, newlines + 1)
     scan.header, scan.pending_damage = None, None
     line = scan.line + newlines + 2  # the body's lines and the blank line
@@ -542,6 +592,8 @@ def _continue_mlir(scan: _Scanner, chunk: bytes, pos: int, size: int):
     if end < 0:
         scan.parts.append(chunk[pos:size])
         scan.line += chunk.count(b"\n", pos, size)
+        if scan.oversized():
+            yield scan.finish(TOO_BIG)
         return size
     scan.parts.append(chunk[pos : end + 1])
     scan.line += chunk.count(b"\n", pos, end + 1) + 1  # body lines plus the blank line

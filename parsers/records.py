@@ -48,3 +48,12 @@ class GapBlock:
     """Consecutive log lines outside any dump, as (1-based line number, text) pairs."""
 
     lines: list[tuple[int, str]] = field(default_factory=list)
+
+
+@dataclass
+class CutLine:
+    """A line longer than the scanner holds: its first bytes were kept, `dropped` bytes were not."""
+
+    line: int
+    kept: int
+    dropped: int

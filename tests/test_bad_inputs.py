@@ -17,14 +17,16 @@ import shutil
 import struct
 import tarfile
 import tracemalloc
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
 
 from app.blobs import BlobReader
 from app.models import InputRecord, Problem
-from parsers.log import scan_log
-from parsers.records import Dump
+from parsers import log as log_scanner
+from parsers.log import MAX_LINE_BYTES, scan_log
+from parsers.records import Dump, GapBlock
 from tests.conftest import FIXTURES, corpus_archive, ingest_paths
 
 LOG = gzip.decompress((FIXTURES / "sm90_add_kernel_dump.log.gz").read_bytes())  # add_kernel: 76 + 2 dumps
@@ -150,27 +152,50 @@ def test_nul_bytes_and_invalid_utf8_damage_only_what_they_touch(db, tmp_path):
     assert ("gap.log", "1 log lines hold bytes that are not UTF-8 (shown as \ufffd)") in warnings(run)
 
 
-def test_a_fifty_megabyte_line_is_scanned_in_bounded_memory_and_reported(db, tmp_path):
-    path = tmp_path / "runaway.log"
-    line = 50 << 20
+def _runaway(path: Path, megabytes: int) -> Path:
     with path.open("wb") as out:  # written in chunks: the test itself stays small
         out.write(LOG)
-        for _ in range(50):
+        for _ in range(megabytes):
             out.write(b"x" * (1 << 20))
         out.write(b"\n" + LOG)
+    return path
+
+
+def _scan_peak(path: Path) -> tuple[list[Dump], int]:
     tracemalloc.start()
     try:
         with path.open("rb") as stream:
             found = [r for r in scan_log(stream) if isinstance(r, Dump)]
-        peak = tracemalloc.get_traced_memory()[1]
+        return found, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+def test_a_fifty_megabyte_line_is_scanned_in_bounded_memory_and_reported(db, tmp_path):
+    found, peak = _scan_peak(_runaway(tmp_path / "runaway.log", 50))
     assert len(found) == 2 * 78 and not any(d.damage for d in found)
-    # The line is held while it is scanned (as bytes, then as text): a few times its size, not more.
-    assert peak < 5 * line
-    run = ingest_paths(db, [path])
+    # Only the line's first MAX_LINE_BYTES are held: a line twice as long costs no more memory.
+    _, peak_of_double = _scan_peak(_runaway(tmp_path / "double.log", 100))
+    assert peak < 8 * MAX_LINE_BYTES and peak_of_double < 8 * MAX_LINE_BYTES  # not 5x the line, as before
+    run = ingest_paths(db, [tmp_path / "runaway.log"])
     assert [snapshots(c) for c in run["compilations"]] == [78, 78]
-    assert warnings(run) == [("runaway.log", "a log line of 52.4 million characters, not IR: kept as log text")]
+    assert warnings(run) == [
+        ("runaway.log", "a line of 52.4 MB: only its first 8.4 MB kept"),
+        ("runaway.log", "a log line of 8.4 million characters, not IR: kept as log text"),
+    ]
+
+
+def test_a_dump_past_the_size_limit_ends_there_and_the_rest_is_log_text(monkeypatch):
+    monkeypatch.setattr(log_scanner, "MAX_DUMP_BYTES", 3000)
+    with io.BytesIO(LOG) as stream:
+        records = list(scan_log(stream, chunk_size=2048))  # small reads: dumps span many of them
+    dumps = [r for r in records if isinstance(r, Dump)]
+    big = [d for d in dumps if d.damage == log_scanner.TOO_BIG]
+    assert big and all(len(d.body) <= 3000 + 2048 for d in dumps)
+    # Nothing is lost: each cut dump's last line is followed, in the gap text, by the rest of it.
+    gap = "\n".join(line for r in records if isinstance(r, GapBlock) for _, line in r.lines)
+    assert "tt.return" in gap
+    assert len([d for d in dumps if not d.damage]) < 78 < len(dumps) + len(big)
 
 
 def test_a_log_of_warnings_only_is_kept_as_text_with_a_warning(db, tmp_path):
