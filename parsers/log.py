@@ -31,7 +31,7 @@ GAP_BATCH_LINES = 5000
 _MARK = b"// -----//"  # any MLIR banner, wherever it appears
 _GLUED = re.compile(rb"// -----// |(?:; |# )?\*\*\* IR Dump ")  # where a banner glued onto another starts
 _HEADS = (b"// -----// ", b"; *** IR Dump ", b"*** IR Dump ", b"# *** IR Dump ")
-_LLVM_BANNER_LINE = re.compile(rb"^(?:; |# )?\*\*\* IR Dump ", re.MULTILINE)
+_LLVM_BANNER_TEXT = b"*** IR Dump "
 _MLIR_BANNER = b"// -----// "  # an MLIR banner, as _BANNER matches it at a line's start
 _BANNER = re.compile(rb"^(?:// -----// |; \*\*\* IR Dump |\*\*\* IR Dump |# \*\*\* IR Dump )", re.MULTILINE)
 # An LLVM dump has blank lines inside, so it runs until the next banner or an obvious non-IR line
@@ -70,13 +70,15 @@ _BANNER_PIECE = re.compile(
 )
 _NL = 10  # b"\n"[0]
 _CR = 13
-_BLANK_LINE = re.compile(rb"\n\n")  # the regex engine finds this twice as fast as bytes.find
 _BLANK_END = re.compile(rb"\n\r?\n")  # a body's end: its last newline, then a blank line (CRLF logs too)
 # bytes.translate deleting all but these leaves a short string to count them in: one pass, not three.
 # Printers escape every byte outside printable ASCII (MLIR and LLVM alike; no corpus dump holds
 # one), so the bytes kept besides "\n{}" are foreign: their count comes from the same pass.
 _PRINTABLE = b"\t\r" + bytes(range(0x20, 0x7F))
-_COUNTED = bytes(c for c in _PRINTABLE if c not in b"{}")
+# Also kept: the rare letters every banner piece holds ("*** I", "IR Dump", "p Before", "p After"),
+# so the full-text searches for pieces run only on bodies that hold one of them.
+_PIECE_LETTERS = b"*DBA"
+_COUNTED = bytes(c for c in _PRINTABLE if c not in b"{}" + _PIECE_LETTERS)
 # An MLIR printer numbers #loc aliases #loc, #loc1, #loc2, ... by first use and defines each one used,
 # before the module or after it: a gap in the numbers means lines were lost (every corpus dump holds).
 _LOC_DEF = re.compile(rb"\n#loc(\d*) = ")
@@ -110,14 +112,15 @@ def body_damage(body: bytes, kind: str, counted: bytes | None = None, empty_ok: 
     if counted is None:
         counted = body.translate(None, _COUNTED)
     opening, closing = counted.count(b"{"), counted.count(b"}")
-    if len(counted) != opening + closing + counted.count(b"\n"):
+    letters = sum(counted.count(letter) for letter in (b"*", b"D", b"B", b"A"))
+    if len(counted) != opening + closing + counted.count(b"\n") + letters:
         return FOREIGN
     if not body.strip():
         return None if empty_ok and kind == "llvm" else EMPTY
     if opening != closing:
         return UNBALANCED
     text = b"\n" + body
-    if _has_banner_piece(body):
+    if _has_banner_piece(body, counted):
         return BROKEN_BANNER
     if kind == "llvm":
         # One module, or one function, per dump: a second one is another dump's text run into it.
@@ -158,10 +161,16 @@ def body_damage(body: bytes, kind: str, counted: bytes | None = None, empty_ok: 
     return None
 
 
-def _has_banner_piece(data: bytes) -> bool:
-    # Three literal finds run at memory speed; the regex (anchored at line ends) only on a hit.
+def _has_banner_piece(data: bytes, counted: bytes | None = None) -> bool:
+    # Literal finds run at memory speed, the regex (anchored at line ends) only on a hit; with
+    # `counted`, a find runs only if its rare letter is in the text at all.
+    if counted is None:
+        counted = _PIECE_LETTERS
     return (
-        b"IR Dump" in data or b"*** I" in data or b"p Before" in data or b"p After" in data
+        (b"D" in counted and b"IR Dump" in data)
+        or (b"*" in counted and b"*** I" in data)
+        or (b"B" in counted and b"p Before" in data)
+        or (b"A" in counted and b"p After" in data)
     ) and _BANNER_PIECE.search(data) is not None
 
 
@@ -529,7 +538,7 @@ def _fast_mlir(scan: _Scanner, chunk: bytes, pos: int, size: int) -> tuple[Dump,
     recent = scan.recent.find(chunk, pos, end - pos)
     if recent is None:
         body = chunk[pos:end]
-        if body[0] == _NL or body[-1] == _CR or _BLANK_LINE.search(body) or b"\n\r\n" in body:
+        if body[0] == _NL or body[-1] == _CR or _BLANK_END.search(body):
             return None  # a blank line inside (a CRLF one too) ends the dump there: the general path
         counted = body.translate(None, _COUNTED)
         recent = (body, counted.count(b"\n"), body_damage(body, "mlir", counted))
@@ -562,15 +571,27 @@ def _emit(scan: _Scanner, body_facts: tuple[bytes, int, str | None], end: int, m
     return dump, mark
 
 
+def _llvm_banner_line(chunk: bytes, start: int, end: int) -> int:
+    """Where the first LLVM banner line in chunk[start:end] starts ("*** IR Dump ", maybe after "; " or
+    "# "), or -1. A literal find: a multiline regex would try every position."""
+    found = chunk.find(_LLVM_BANNER_TEXT, start, end)
+    while found >= 0:
+        line = chunk.rfind(b"\n", 0, found) + 1
+        if line >= start and chunk[line:found] in (b"", b"; ", b"# "):
+            return line
+        found = chunk.find(_LLVM_BANNER_TEXT, found + 1, end)
+    return -1
+
+
 def _continue_mlir(scan: _Scanner, chunk: bytes, pos: int, size: int):
     """Consume MLIR body bytes from `pos`; the body ends at the first blank line ("\n" or "\r\n")."""
     blank = _BLANK_END.search(chunk, max(pos - 1, 0), size)
     end = blank.start() if blank else -1
     stop = size if end < 0 else end + 1
     foreign = chunk.find(_MARK, pos, stop)
-    llvm = _LLVM_BANNER_LINE.search(chunk, pos, stop if foreign < 0 else foreign)
-    if llvm is not None:  # an LLVM banner at a line start ends the MLIR dump as an MLIR one does
-        foreign = llvm.start()
+    llvm = _llvm_banner_line(chunk, pos, stop if foreign < 0 else foreign)
+    if llvm >= 0:  # an LLVM banner at a line start ends the MLIR dump as an MLIR one does
+        foreign = llvm
     if foreign >= 0:
         # Another banner before this dump's blank line: this dump was cut short or interleaved.
         scan.parts.append(chunk[pos:foreign])
