@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -261,7 +262,9 @@ def stress(url: str, log_path: Path, uploads: int = 20, readers: int = 50, secon
     """Run the load against a server already serving at `url`, then check every upload against a solo
     ingest of the same bytes."""
     began = time.monotonic()
-    kinds, stored, partial, locked = asyncio.run(_load(url, uploads, readers, seconds))
+    # A thread of its own: the caller may already run an event loop (pytest with Playwright's sync API).
+    with ThreadPoolExecutor(1) as thread:
+        kinds, stored, partial, locked = thread.submit(asyncio.run, _load(url, uploads, readers, seconds)).result()
     took = time.monotonic() - began
     expected = solo_pages([(tag, f"stress {tag}") for tag in stored])
     actual = _stored_pages(url, stored)
