@@ -81,7 +81,7 @@ _PIECE_LETTERS = b"*DBA"
 _COUNTED = bytes(c for c in _PRINTABLE if c not in b"{}" + _PIECE_LETTERS)
 # An MLIR printer numbers #loc aliases #loc, #loc1, #loc2, ... by first use and defines each one used,
 # before the module or after it: a gap in the numbers means lines were lost (every corpus dump holds).
-_LOC_DEF = re.compile(rb"\n#loc(\d*) = ")
+_MODULE_OR_LOC = re.compile(rb"\n(?:(m)odule|#loc(\d*) = )")
 _METADATA_DEF = re.compile(rb"\n!(\d+) = ")  # LLVM numbers its metadata !0, !1, ... likewise
 # A dump still open at a chunk's end is scanned again joined with the next chunk's head (so the fast
 # path sees it whole), unless it is already this long.
@@ -150,12 +150,13 @@ def body_damage(body: bytes, kind: str, counted: bytes | None = None, empty_ok: 
         return None
     if not body.startswith((b"#", b"module")):
         return BAD_START  # an MLIR module dump opens with its aliases or the module itself
-    modules = text.count(b"\nmodule")
+    found = _MODULE_OR_LOC.findall(text)  # one pass for both: (b"m", b"") or (b"", alias number)
+    modules = sum(1 for module, _ in found if module)
     if modules != 1:
         return NO_MODULE if not modules else MODULES
     if body[body.rfind(b"\n") + 1 : body.rfind(b"\n") + 2] not in (b"}", b"#"):
         return BAD_END
-    numbers = _LOC_DEF.findall(text)
+    numbers = [number for module, number in found if not module]
     if not _numbered(numbers) or (_loc_at_least(len(numbers)).search(body) if numbers else b"#loc" in body):
         return LOC_GAP  # a number missing, or one used beyond the last defined (by any line, alias or op)
     return None
