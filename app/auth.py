@@ -190,7 +190,7 @@ def read_session(key: bytes, value: str, now: float | None = None) -> tuple[str,
 # -- identifying a request ----------------------------------------------------------------------------
 
 
-def _bearer(request: Request) -> str | None:
+def bearer_token(request: Request) -> str | None:
     scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer":
         return None
@@ -212,7 +212,7 @@ def identify(request: Request) -> Identity:
 
 def _identify(request: Request) -> Identity:
     settings: Settings = request.app.state.settings
-    bearer = _bearer(request)
+    bearer = bearer_token(request)
     if bearer is not None:
         with request.app.state.db.session() as session:
             token = find_token(session, bearer)

@@ -16,7 +16,7 @@ from app.auth import AuthMiddleware
 from app.db import Database
 from app.models import Run
 from app.retention import start_retention
-from app.security import SecurityMiddleware
+from app.security import SecurityMiddleware, server_error
 from app.settings import Settings
 from app.urls import Urls
 from app.views import auth as auth_views
@@ -59,6 +59,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="irlens", lifespan=lifespan, docs_url="/-/docs", redoc_url=None, openapi_url="/-/openapi.json")
     app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(Exception, server_error)
     app.state.settings = settings
     app.state.db = Database(settings.database_url)
     app.state.urls = Urls(settings.base_url)
@@ -66,8 +67,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(AuthMiddleware)
     # Snapshot pages of huge IR are tens of MB of HTML; level 1 costs little and shrinks them ~10x.
     app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=1)
-    app.add_middleware(SecurityMiddleware)  # outermost: its headers go on every response, errors too
-    app.state.limits = Limits(max_total_bytes=settings.max_expanded_bytes, max_files=settings.max_files)
+    # Outermost of ours: its headers go on every response (a 500 gets them from server_error).
+    app.add_middleware(SecurityMiddleware)
+    app.state.limits = settings.limits()
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     for router in (meta.router, runs.router, snapshots.router, diffs.router, auth_views.router, manage.router):
         app.include_router(router)

@@ -10,9 +10,9 @@ CSRF has two layers, because either alone leaves a gap:
 2. A request that carries one of our cookies (the signed-in session, or the CSRF cookie every
    page with a form sets) must also carry the form's ``csrf_token`` field, or an ``X-CSRF-Token``
    header: an HMAC of the CSRF cookie under the server's secret. A cookie is ambient authority;
-   the token proves the request came from a page we served. An ``Authorization`` header is not
-   ambient (a page of another site cannot add one without a CORS grant we never give), so API
-   clients with a Bearer token skip this.
+   the token proves the request came from a page we served. A Bearer token is not ambient (a page
+   of another site cannot add one without a CORS grant we never give), so API clients sending one
+   skip this; Basic credentials are (a browser resends them by itself), so they do not.
 
 Run ids are 128 random bits and grant read access, so they must not leak through ``Referer``:
 ``Referrer-Policy: same-origin``.
@@ -26,11 +26,11 @@ import secrets
 from urllib.parse import urlsplit
 
 from fastapi import Depends, HTTPException, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.datastructures import FormData, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.auth import SESSION_COOKIE, secret_key
+from app.auth import SESSION_COOKIE, bearer_token, secret_key
 
 CSRF_COOKIE = "irlens_csrf"
 CSRF_FIELD = "csrf_token"
@@ -105,9 +105,20 @@ def cross_site_refusal(request: Request) -> str | None:
     origin = request.headers.get("origin")
     if origin is None:
         return None  # not a browser, or one too old for either header: layer 2 still applies
-    if origin != "null" and urlsplit(origin).netloc == request.headers.get("host", ""):
+    if origin != "null" and _same_host(origin, request.headers.get("host", "")):
         return None
     return "cross-origin request refused (Origin does not match Host)"
+
+
+def _same_host(origin: str, host: str) -> bool:
+    """Whether an Origin names the Host the request came to. Ports default to the origin's scheme's
+    (behind a TLS proxy the app may see http while the browser says https)."""
+    try:
+        url, ours = urlsplit(origin), urlsplit("//" + host)
+        default = {"http": 80, "https": 443}.get(url.scheme)
+        return bool(url.hostname) and url.hostname == ours.hostname and (url.port or default) == (ours.port or default)
+    except ValueError:  # a port that is not a number
+        return False
 
 
 def _forbidden(message: str) -> JSONResponse:
@@ -132,14 +143,15 @@ def csrf_token(request: Request) -> str:
 
 def check_csrf(request: Request, form: FormData | None = None) -> None:
     """Raise 403 unless a cookie-carrying request also carries a valid token (layer 2 above)."""
-    if request.method not in UNSAFE_METHODS or "authorization" in request.headers:
+    if request.method not in UNSAFE_METHODS or bearer_token(request) is not None:
         return
     cookies = request.cookies
     if CSRF_COOKIE not in cookies and SESSION_COOKIE not in cookies:
         return  # no ambient authority to abuse; layer 1 judged where the request came from
     sent = request.headers.get(CSRF_HEADER) or (str(form.get(CSRF_FIELD) or "") if form is not None else "")
     cookie = cookies.get(CSRF_COOKIE)
-    if not sent or not cookie or not hmac.compare_digest(sent, _token_for(request, cookie)):
+    expected = _token_for(request, cookie).encode() if cookie else b""
+    if not sent or not expected or not hmac.compare_digest(sent.encode("utf-8", "replace"), expected):
         raise HTTPException(403, "missing or stale CSRF token: reload the page and try again")
 
 
@@ -154,3 +166,8 @@ async def csrf_protect(request: Request) -> None:
 
 
 CSRF = Depends(csrf_protect)
+
+
+async def server_error(request: Request, error: Exception) -> PlainTextResponse:
+    """A 500 with the security headers: Starlette sends it from outside every middleware."""
+    return PlainTextResponse("Internal Server Error", status_code=500, headers=SECURITY_HEADERS)
