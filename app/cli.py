@@ -96,6 +96,16 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
+def _raise_open_file_limit() -> None:
+    """Up to the hard limit: an upload of many files spools its parts past 64 MiB to temp files, each an
+    open descriptor until the ingest ends, and the default soft limit (often 1024) is soon reached."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 def _log_config() -> dict:
     """uvicorn's logging, plus the "irlens" logger (deletions, retention, tokens, schema upgrades) at INFO.
 
@@ -124,6 +134,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             return 0 if response.status_code < 400 else 1
     import uvicorn
 
+    _raise_open_file_limit()
     workers = args.workers or settings.workers
     if workers > 1:
         # Each worker process builds its own app from the same environment.

@@ -38,7 +38,7 @@ from parsers.diagnostics import Diagnostic as ParsedDiagnostic
 from parsers.diagnostics import LogLines, parse_gap
 from parsers.log import scan_log
 from parsers.records import CutLine, Dump, GapBlock, UnknownBanner
-from parsers.sources import InputFile, Limits, SourceWalker
+from parsers.sources import InputFile, InputLimitExceeded, Limits, SourceWalker
 from parsers.timing import TimingReport
 
 HEAD_BYTES = 8192
@@ -55,7 +55,12 @@ MAX_REASONS = 10  # files named in the error for an upload with nothing to inges
 
 
 class IngestError(Exception):
-    """Bad input as a whole (empty upload, limits exceeded): shown to the user as is."""
+    """Bad input as a whole (empty upload, limits exceeded): shown to the user as is. `too_large` for
+    a limit (size, files, bomb ratio, time): HTTP 413."""
+
+    def __init__(self, message: str, too_large: bool = False) -> None:
+        super().__init__(message)
+        self.too_large = too_large
 
 
 def new_run_id() -> str:
@@ -173,10 +178,8 @@ class Ingest:
         try:
             for input_file in walker.walk(inputs):
                 self._ingest_file(input_file)
-        except Exception as error:
-            if type(error).__name__ == "InputLimitExceeded":
-                raise IngestError(str(error)) from error
-            raise
+        except InputLimitExceeded as error:
+            raise IngestError(str(error), too_large=True) from error
         for skipped in walker.skipped:
             self._problem("skipped", f"skipped: {skipped.reason}", path=skipped.path)
             self.inputs.append({"path": skipped.path, "size": None, "role": "skipped", "note": skipped.reason})
@@ -249,7 +252,7 @@ class Ingest:
 
     def _ingest_cache_file(self, path: str, role: str, stream: BinaryIO) -> tuple[str, int]:
         folder = self.folders.setdefault(cache.folder_of(path), CacheFolder(cache.folder_of(path)))
-        if any(artifact["path"] == path for artifact in folder.files):
+        if path in folder.paths:
             size, _ = self._drain(stream)
             self._problem("warning", "the same file is in the upload twice: the second copy is not kept", path=path)
             return "duplicate", size

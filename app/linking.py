@@ -34,11 +34,13 @@ class CacheFolder:
     path: str
     metadata: KernelMetadata | None = None
     files: list[dict] = field(default_factory=list)  # Artifact row fields
+    paths: set[str] = field(default_factory=set)  # the files' paths, to spot one uploaded twice
     match_hashes: dict[str, str] = field(default_factory=dict)  # stage -> hash of its stripped text
     matched_by: str | None = None
 
     def add(self, kind: str, path: str, size: int, sha: str, blob: str | None, match: str | None) -> None:
         self.files.append({"kind": kind, "path": path, "size": size, "sha256": sha, "blob": blob})
+        self.paths.add(path)
         if match:
             self.match_hashes[kind] = match
 

@@ -51,9 +51,48 @@ def int_param(value: str) -> int:
 
 
 def prefers_html(request: Request) -> bool:
-    """A browser's form post or page view (not htmx, not a .json path): answer with HTML."""
-    accept = request.headers.get("accept", "")
-    return "text/html" in accept and not request.headers.get("hx-request") and not wants_json(request)
+    """A browser's page view or plain form post (no JavaScript): answer with HTML (a page, a redirect).
+
+    XHR, htmx and curl calls get JSON, and so do .json paths and any Accept that does not rank
+    text/html above application/json (curl's `*/*` ranks them equal).
+    """
+    headers = request.headers
+    if wants_json(request):
+        return False
+    if headers.get("hx-request") or headers.get("x-requested-with", "").lower() == "xmlhttprequest":
+        return False
+    if headers.get("user-agent", "").lower().startswith("curl/"):
+        return False
+    ranks = _accept_ranks(headers.get("accept", ""))
+    return _quality(ranks, "text/html") > _quality(ranks, "application/json")
+
+
+def _accept_ranks(accept: str) -> list[tuple[str, float]]:
+    ranks = []
+    for part in accept.split(","):
+        media, *params = (piece.strip() for piece in part.split(";"))
+        if not media:
+            continue
+        quality = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        ranks.append((media.lower(), quality))
+    return ranks
+
+
+def _quality(ranks: list[tuple[str, float]], media: str) -> float:
+    """The q of the most specific range matching `media` (exact, then type/*, then */*)."""
+    kind = media.split("/")[0]
+    for candidate in (media, f"{kind}/*", "*/*"):
+        for range_, quality in ranks:
+            if range_ == candidate:
+                return quality
+    return 0.0
 
 
 async def http_error(request: Request, error: StarletteHTTPException):

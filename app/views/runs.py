@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import replace
 
 import zstandard
 from fastapi import APIRouter, HTTPException, Request
@@ -27,6 +26,7 @@ from app.web import (
     UrlsDep,
     immutable_headers,
     int_param,
+    prefers_html,
     respond,
     strip_json,
     templates,
@@ -74,52 +74,9 @@ def _home_data(request: Request, session, urls: Urls) -> dict:
     return {"runs": recent_runs(session, urls, visible=visible), "max_upload_bytes": settings.max_upload_bytes}
 
 
-def _prefers_html(request: Request) -> bool:
-    """A plain browser form post (no JavaScript): answer with a redirect, not JSON.
-
-    XHR, htmx and curl calls get JSON; so does any Accept that does not rank text/html
-    above application/json (curl's `*/*` ranks them equal).
-    """
-    headers = request.headers
-    if headers.get("hx-request") or headers.get("x-requested-with", "").lower() == "xmlhttprequest":
-        return False
-    if headers.get("user-agent", "").lower().startswith("curl/"):
-        return False
-    ranks = _accept_ranks(headers.get("accept", ""))
-    return _quality(ranks, "text/html") > _quality(ranks, "application/json")
-
-
-def _accept_ranks(accept: str) -> list[tuple[str, float]]:
-    ranks = []
-    for part in accept.split(","):
-        media, *params = (piece.strip() for piece in part.split(";"))
-        if not media:
-            continue
-        quality = 1.0
-        for param in params:
-            name, _, value = param.partition("=")
-            if name.strip() == "q":
-                try:
-                    quality = float(value)
-                except ValueError:
-                    quality = 0.0
-        ranks.append((media.lower(), quality))
-    return ranks
-
-
-def _quality(ranks: list[tuple[str, float]], media: str) -> float:
-    """The q of the most specific range matching `media` (exact, then type/*, then */*)."""
-    kind = media.split("/")[0]
-    for candidate in (media, f"{kind}/*", "*/*"):
-        for range_, quality in ranks:
-            if range_ == candidate:
-                return quality
-    return 0.0
-
-
 def _upload_failed(request: Request, session, message: str, status: int) -> Response:
     """An upload error: JSON {"error"} for API clients, the home page with the message for a form post."""
-    if not _prefers_html(request):
+    if not prefers_html(request):
         return JSONResponse({"error": message}, status_code=status)
     urls: Urls = request.app.state.urls
     data = _home_data(request, session, urls)
@@ -163,16 +120,16 @@ async def upload(request: Request, session: SessionDep):
             result = await run_in_threadpool(_ingest, request.app, files, title, owner, tags, listed)
         except IngestError as error:
             # A limit (expanded size, file count, bomb ratio, time) is "too large to process": 413.
-            status = 413 if type(error.__cause__).__name__ == "InputLimitExceeded" else 400
-            return _upload_failed(request, session, str(error), status)
+            return _upload_failed(request, session, str(error), 413 if error.too_large else 400)
     finally:
         await form.close()
-    if _prefers_html(request):
+    if prefers_html(request):
         return RedirectResponse(result["url"], status_code=303)
     return JSONResponse(result, status_code=201, headers={"Location": result["url"]})
 
 
 FIELD_BYTES = 1 << 20  # a form field that is not a file (title, tag): held in memory, so kept small
+MAX_FIELDS = 100  # such fields per upload: title, tags, listed, csrf_token
 SPOOL_BUDGET = 64 << 20  # file parts of one upload kept in memory, in all; the rest go to temp files
 
 
@@ -219,26 +176,31 @@ async def _read_form(request: Request, settings) -> FormData | tuple[str, int]:
         f"upload larger than {limit} bytes ({limit / (1 << 20):,.0f} MiB, the max_upload_bytes setting)",
         413,
     )
-    if int(request.headers.get("content-length") or 0) > limit:
+    length = request.headers.get("content-length") or "0"
+    if not length.isdigit():
+        return f"bad Content-Length: {length[:40]!r}", 400
+    if int(length) > limit:
         return too_large  # refused before a byte is read
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type != "multipart/form-data":
         return FormData()  # no files: the caller says so
     parser = _UploadParser(
-        request.headers, _bounded_body(request, limit), max_files=settings.max_files, max_part_size=FIELD_BYTES
+        request.headers, _bounded_body(request, limit), max_files=settings.max_files, max_fields=MAX_FIELDS,
+        max_part_size=FIELD_BYTES,
     )
     try:
-        return await parser.parse()  # closes the parts' temp files if it fails
+        return await parser.parse()
     except _UploadTooLarge:
         return too_large
     except MultiPartException as error:
         return f"malformed upload: {error.message}", 400
+    except OSError as error:  # out of disk or descriptors for the parts' temp files
+        return f"the server could not hold this upload's parts ({error.strerror}): send fewer files, or an archive", 413
 
 
 def _ingest(app, files, title: str, owner: str | None = None, tags=(), listed: bool = False) -> dict:
     with app.state.db.session() as session:
-        limits = replace(app.state.limits, timeout_seconds=app.state.settings.ingest_timeout_seconds or None)
-        run = Ingest(session, title=title, owner=owner, tags=tags, limits=limits).ingest(files)
+        run = Ingest(session, title=title, owner=owner, tags=tags, limits=app.state.limits).ingest(files)
         run.listed = listed
         session.commit()
         return run_summary(session, run, app.state.urls)
