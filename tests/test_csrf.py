@@ -12,6 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
+from app.security import SECURITY_HEADERS
 from app.settings import Settings
 from tests.conftest import FIXTURES, form_token, fresh_db_url
 
@@ -107,6 +108,12 @@ def test_a_cookie_without_the_form_token_changes_nothing(client):
     assert client.get(f"/runs/{run_id}.json").status_code == 200
 
 
+# What each route answers a legitimate call of `call()` (not 403): signin's token is not valid, the
+# upload's file picker is empty.
+EXPECTED = {"/runs": 400, "/-/signin": 401, "/-/signout": 303, "/runs/{run_id}/edit": 303,
+            "/runs/{run_id}": 200, "/runs/{run_id}/delete": 303}
+
+
 def test_pages_forms_carry_a_token_that_works(client):
     run_id = upload(client).json()["run"]
     token = form_token(client)
@@ -121,8 +128,13 @@ def test_pages_forms_carry_a_token_that_works(client):
                                data={"csrf_token": token}, headers={"Accept": "application/json", **same_origin})
     assert uploaded.status_code == 201
     for method, path in unsafe_routes(client.app):
-        response = call(client, method, path, run_id, same_origin, token)
-        assert response.status_code != 403, (method, path, response.text)
+        run_id = upload(client, **{"X-CSRF-Token": token}).json()["run"]  # its own run: deletes remove it
+        response = call(client, method, path, run_id, {**same_origin, "Accept": "text/html"}, token)
+        assert response.status_code == EXPECTED[path], (method, path, response.text)
+        if method == "PATCH" or path.endswith("/edit"):
+            assert client.get(f"/runs/{run_id}.json").json()["title"] == "changed"
+        if method == "DELETE" or path.endswith("/delete"):
+            assert client.get(f"/runs/{run_id}.json").status_code == 404
 
 
 def test_clients_that_are_not_browsers_need_no_csrf_token(client):
@@ -156,3 +168,41 @@ def test_browsers_get_errors_as_a_page_and_api_clients_as_json(client):
     assert stale.status_code == 403 and "reload the page" in stale.text and "<h1" in stale.text
     assert client.get("/runs/" + "0" * 32).json() == {"detail": "no such run"}
     assert client.get("/runs/" + "0" * 32 + ".json", headers={"Accept": "text/html"}).json()["detail"]
+
+
+def test_basic_credentials_and_odd_tokens_do_not_pass_for_a_csrf_token(client):
+    run_id = upload(client).json()["run"]
+    client.get("/")
+    # A browser resends Basic credentials by itself (behind a basic-auth proxy): still ambient.
+    basic = client.patch(f"/runs/{run_id}", json={"title": "x"}, headers={"Authorization": "Basic YTpi"})
+    assert basic.status_code == 403
+    for token in (b"\xe9", "x" * 10_000, ""):
+        response = client.patch(f"/runs/{run_id}", json={"title": "x"}, headers={"X-CSRF-Token": token})
+        assert response.status_code == 403, token
+    form = client.post(f"/runs/{run_id}/edit", data={"title": "x", "csrf_token": "\u00e9"})
+    assert form.status_code == 403
+    assert client.get(f"/runs/{run_id}.json").json()["title"] == ""
+
+
+def test_an_origin_naming_our_host_passes_with_or_without_its_default_port(client):
+    run_id = upload(client).json()["run"]
+    for origin, host in (("http://testserver", "testserver:80"), ("https://irlens.example", "irlens.example"),
+                         ("https://irlens.example", "irlens.example:443")):
+        response = client.patch(f"/runs/{run_id}", json={"title": "x"}, headers={"Origin": origin, "Host": host})
+        assert response.status_code == 200, (origin, host)
+    refused = client.patch(f"/runs/{run_id}", json={"title": "x"},
+                           headers={"Origin": "https://irlens.example:8443", "Host": "irlens.example"})
+    assert refused.status_code == 403
+
+
+def test_a_server_error_carries_the_security_headers(tmp_path, monkeypatch):
+    app = create_app(Settings(db_url=fresh_db_url(tmp_path), data_dir=tmp_path, load_demo=False))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        def broken():
+            raise RuntimeError("the database went away")
+
+        monkeypatch.setattr(app.state.db, "session", broken)
+        response = client.get("/-/health")
+    assert response.status_code == 500 and "went away" not in response.text
+    assert response.headers["content-security-policy"] == SECURITY_HEADERS["Content-Security-Policy"]
+    assert response.headers["x-content-type-options"] == "nosniff"

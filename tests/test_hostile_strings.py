@@ -54,7 +54,7 @@ def crawl(client: TestClient, run: dict) -> dict[str, str]:
         url = queue.popleft()
         if url in pages:
             continue
-        response = client.get(url)
+        response = client.get(url, headers={"Accept": "text/html"})  # as a browser: error pages too
         pages[url] = response.text if response.headers["content-type"].startswith("text/html") else ""
         for link in re.findall(r'(?:href|hx-get|data-url)="([^"]+)"', pages[url]):
             link = html.unescape(link).split("#")[0]
