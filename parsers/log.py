@@ -219,7 +219,8 @@ class _Chunks:
         self.stream = stream
         self.chunk_size = chunk_size
         self.carry = b""  # set by the scanner: the unscanned tail of the piece it was given
-        self.cut: tuple[int, int] | None = None  # (kept, dropped) bytes of the next piece's first line
+        # For the next piece: (newlines before its cut line, bytes of it kept, bytes dropped).
+        self.cut: tuple[int, int, int] | None = None
         self._dropped = 0
 
     def __iter__(self) -> Iterator[tuple[bytes, int, int]]:
