@@ -17,22 +17,19 @@ import argparse
 import asyncio
 import gzip
 import json
-import os
 import random
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 
-REPO = Path(__file__).resolve().parents[1]
+from bench.inputs import REPO
+from bench.server import serve
+
 FIXTURE = REPO / "tests" / "fixtures" / "sm90_add_kernel_dump.log.gz"
 LOCKED = "database is locked"
 
@@ -49,48 +46,6 @@ def _fixture() -> bytes:
     if not _FIXTURE_CACHE:
         _FIXTURE_CACHE.append(gzip.decompress(FIXTURE.read_bytes()))
     return _FIXTURE_CACHE[0]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@contextmanager
-def serve(db_url: str, data_dir: Path, workers: int = 1, env: dict | None = None) -> Iterator[tuple[str, Path]]:
-    """`irlens serve` in a child process on a free port: yields (base URL, server log path)."""
-    port = _free_port()
-    log_path = data_dir / "server.log"
-    child_env = {**os.environ, "IRLENS_LOAD_DEMO": "false", "IRLENS_DATA_DIR": str(data_dir), **(env or {})}
-    child_env.pop("IRLENS_DB_URL", None)
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--db", db_url, "--workers", str(workers)],
-            cwd=REPO, env=child_env, stdout=log, stderr=subprocess.STDOUT,
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 90
-            while True:
-                if process.poll() is not None:
-                    raise RuntimeError(f"the server exited: {log_path.read_text()}")
-                try:
-                    if httpx.get(f"{url}/-/health", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"the server did not start: {log_path.read_text()}")
-                time.sleep(0.1)
-            yield url, log_path
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
 
 
 # -- what a stored upload must look like --------------------------------------------------------------

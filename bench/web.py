@@ -4,71 +4,26 @@ cached-page throughput with 32 clients, and time until Chromium shows the larges
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import shutil
-import socket
 import sqlite3
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench import server
 from bench.inputs import REPO
-
-IRLENS = str(Path(sys.executable).with_name("irlens"))
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @contextlib.contextmanager
 def serve(db_path: Path) -> Iterator[str]:
-    """`irlens serve` on a free port, one worker (the default); yields its base URL."""
-
-    port = _free_port()
-    env = {**os.environ, "IRLENS_LOAD_DEMO": "false", "IRLENS_DATA_DIR": str(db_path.parent)}
-    with tempfile.TemporaryFile() as log:
-        yield from _serve(db_path, port, env, log)
-
-
-def _serve(db_path: Path, port: int, env: dict, log) -> Iterator[str]:
-    import httpx
-
-    process = subprocess.Popen(
-        [IRLENS, "serve", "--db", f"sqlite:///{db_path}", "--host", "127.0.0.1", "--port", str(port)],
-        cwd=REPO, env=env, stdout=log, stderr=log,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                log.seek(0)
-                raise SystemExit(f"bench: irlens serve exited:\n{log.read().decode()[-3000:]}")
-            try:
-                if httpx.get(f"{base}/-/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit("bench: irlens serve did not come up in 60 s")
-            time.sleep(0.1)
+    """`irlens serve` on the bench database, one worker (the default); yields its base URL."""
+    with server.serve(f"sqlite:///{db_path}", db_path.parent) as (base, _log):
         yield base
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @dataclass

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.stress import serve, stress
+from bench.server import serve
+from bench.stress import stress
 from tests.conftest import fresh_db_url
 
 

@@ -27,7 +27,8 @@ from sqlalchemy import func, select
 from app.main import create_app
 from app.models import Blob, Run
 from app.settings import Settings
-from bench.stress import serve, upload_bytes
+from bench.server import serve
+from bench.stress import upload_bytes
 from tests.conftest import FIXTURES, REPO, fresh_db_url
 
 LOG = gzip.decompress((FIXTURES / "sm90_add_kernel_dump.log.gz").read_bytes())

@@ -6,11 +6,9 @@ import io
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tarfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,16 +16,11 @@ import httpx
 import pytest
 
 from app.cli import MultipartUpload
+from bench.server import serve
 from tests.conftest import FIXTURES, corpus_archive, fresh_db_url
 
 FIXTURE_LOG = FIXTURES / "sm90_add_kernel_dump.log.gz"
 IRLENS = [sys.executable, "-m", "app.cli"]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def irlens(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -43,39 +36,9 @@ class Server:
 def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
     """`irlens serve` on a free port, tokens required; with base-url, under /irlens as behind a proxy."""
     db_url = fresh_db_url(tmp_path)
-    port = free_port()
-    env = {
-        **os.environ,
-        "IRLENS_REQUIRE_TOKEN": "true",
-        "IRLENS_LOAD_DEMO": "false",
-        "IRLENS_DATA_DIR": str(tmp_path / "data"),
-        "IRLENS_BASE_URL": request.param,
-    }
-    log = (tmp_path / "server.log").open("w")
-    process = subprocess.Popen(
-        [*IRLENS, "serve", "--port", str(port), "--db", db_url], env=env, stdout=log, stderr=subprocess.STDOUT
-    )
-    url = f"http://127.0.0.1:{port}{request.param}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, (tmp_path / "server.log").read_text()
-            try:
-                if httpx.get(f"{url}/-/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.1)
+    env = {"IRLENS_REQUIRE_TOKEN": "true", "IRLENS_BASE_URL": request.param}
+    with serve(db_url, tmp_path / "data", env=env) as (url, _log):
         yield Server(url, db_url)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
 
 
 def make_token(server: Server, name: str) -> str:

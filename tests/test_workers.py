@@ -3,45 +3,22 @@
 from __future__ import annotations
 
 import gzip
-import os
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
-from tests.browser.conftest import _free_port, _serve_command
-from tests.conftest import FIXTURES, REPO, fresh_db_url
+from bench.server import serve
+from tests.conftest import FIXTURES, fresh_db_url
 
 LOG = gzip.decompress((FIXTURES / "sm90_add_kernel_dump.log.gz").read_bytes())
 
 
 @pytest.fixture
 def two_workers(tmp_path):
-    port = _free_port()
-    env = {**os.environ, "IRLENS_DB_URL": fresh_db_url(tmp_path), "IRLENS_DATA_DIR": str(tmp_path),
-           "IRLENS_LOAD_DEMO": "true"}
-    log = open(tmp_path / "server.log", "wb")  # noqa: SIM115 - the server writes it until the fixture ends
-    process = subprocess.Popen([*_serve_command(port), "--workers", "2"], cwd=REPO, env=env,
-                               stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert process.poll() is None, (tmp_path / "server.log").read_text()
-            try:
-                if httpx.get(f"{url}/-/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, (tmp_path / "server.log").read_text()
-            time.sleep(0.2)
-        yield url, tmp_path / "server.log"
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        log.close()
+    with serve(fresh_db_url(tmp_path), tmp_path, workers=2, env={"IRLENS_LOAD_DEMO": "true"}) as server:
+        yield server
 
 
 def test_two_workers_ingest_and_serve_concurrently(two_workers):

@@ -9,76 +9,23 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from bench.server import serve
 from tests.browser_support import chromium_available, chromium_path, launch_browser
-from tests.conftest import REPO, fresh_db_url
-
-STARTUP_SECONDS = 60
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _serve_command(port: int) -> list[str]:
-    script = Path(sys.executable).with_name("irlens")
-    if script.exists():
-        return [str(script), "serve", "--host", "127.0.0.1", "--port", str(port)]
-    return [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
+from tests.conftest import fresh_db_url
 
 
 @pytest.fixture(scope="session")
 def server_url(tmp_path_factory) -> Iterator[str]:
     """A real uvicorn server (`irlens serve`) on a free port, with an empty database of its own."""
     data_dir = tmp_path_factory.mktemp("browser-server")
-    env = {
-        **os.environ,
-        "IRLENS_DB_URL": fresh_db_url(data_dir),
-        "IRLENS_LOAD_DEMO": "false",
-        "IRLENS_DATA_DIR": str(data_dir),
-    }
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    log_path = data_dir / "server.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            _serve_command(port), cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT
-        )
-    try:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"irlens serve exited with {process.returncode}:\n{log_path.read_text()}")
-            try:
-                if httpx.get(f"{url}/-/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(
-                    f"irlens serve did not answer /-/health in {STARTUP_SECONDS}s:\n{log_path.read_text()}"
-                )
-            time.sleep(0.1)
+    with serve(fresh_db_url(data_dir), data_dir) as (url, _log):
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def upload_via_api(server_url: str, path: Path | str, title: str = "") -> dict:
