@@ -129,7 +129,6 @@ def snapshot_page(
             )
         )
     }
-    data.update(_compilation_context(compilation, urls))
     for name, offset in (("prev", -1), ("next", 1)):
         row = neighbours.get(snapshot.index + offset)
         data[name] = (
@@ -146,15 +145,25 @@ def snapshot_page(
         )
         data[f"{name}_url"] = None if row is None else data[name]["url"]
     data["snapshot_count"] = len(compilation.snapshots)
+
+    def lines_url(start: int, count: int) -> str:
+        return urls.snapshot_lines(run_id, ordinal_number, snapshot.index, start, count)
+
+    return _ir_response(request, session, compilation, rendered, load_text, urls, data, tag, lines_url)
+
+
+def _ir_response(
+    request: Request, session: Session, compilation: Compilation, rendered: render.Analysis,
+    load_text: render.TextLoader, urls: Urls, data: dict[str, Any], tag: str,
+    lines_url: Callable[[int, int], str],
+) -> Response:
+    """A snapshot or cache-file page: `data` plus the IR's fields and first lines, kept in the page cache."""
+    data.update(_compilation_context(compilation, urls))
     data.update(_ir_fields(session, compilation, rendered, load_text, urls, full=wants_json(request)))
     if not wants_json(request):
-
-        def lines_url(start: int, count: int) -> str:
-            return urls.snapshot_lines(run_id, ordinal_number, snapshot.index, start, count)
-
         data["page"] = _ir_page(session, compilation, rendered, urls, lines_url, _show_all(request))
     response = respond(request, "snapshot.html", data, headers=render.cache_headers(tag))
-    return cache_response(request, session, run_id, response)
+    return cache_response(request, session, compilation.run_id, response)
 
 
 def _snapshot_analysis(
@@ -285,16 +294,11 @@ def artifact_view(
             if other.blob is not None
         ],
     }
-    data.update(_compilation_context(compilation, urls))
-    data.update(_ir_fields(session, compilation, rendered, load_text, urls, full=wants_json(request)))
-    if not wants_json(request):
 
-        def lines_url(start: int, count: int) -> str:
-            return urls.artifact_lines(run_id, ordinal_number, artifact.pk, start, count)
+    def lines_url(start: int, count: int) -> str:
+        return urls.artifact_lines(run_id, ordinal_number, artifact.pk, start, count)
 
-        data["page"] = _ir_page(session, compilation, rendered, urls, lines_url, _show_all(request))
-    response = respond(request, "snapshot.html", data, headers=render.cache_headers(tag))
-    return cache_response(request, session, run_id, response)
+    return _ir_response(request, session, compilation, rendered, load_text, urls, data, tag, lines_url)
 
 
 @router.get("/runs/{run_id}/c/{ordinal}/files/{artifact_pk}/view/lines")
