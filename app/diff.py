@@ -228,7 +228,11 @@ def _intern(a: Sequence[str], b: Sequence[str]) -> tuple[list[int], list[int]]:
     return [setdefault(k, len(ids)) for k in a], [setdefault(k, len(ids)) for k in b]
 
 
-_RARE = 4  # lines occurring this often on both sides anchor in order when no line is unique
+# Lines occurring equally often on both sides, up to this many times, anchor in order when no line
+# is unique. Up to _MAX_CHAIN: on the corpus's 1,738 distinct adjacent pairs, 64 (against 4) left
+# every alignment as long, paired 2.4% more changed lines and took 17% less time in all, because a
+# repetitive region (unrolled loop bodies) is anchored in one pass instead of split a run at a time.
+_RARE = _MAX_CHAIN
 
 
 def _unique_anchors(
@@ -236,9 +240,10 @@ def _unique_anchors(
 ) -> list[tuple[int, int]]:
     """Anchors for a region: lines occurring once on each side, longest in-order subset (patience).
 
-    With no such line, lines occurring equally rarely (up to _RARE times) on both sides pair
-    their occurrences in order: a region of dead code between two kept blocks still gets
-    anchors in one pass, where splitting at one line at a time would be quadratic.
+    With no such line, lines occurring equally often (up to _RARE times) on both sides pair
+    their occurrences in order: a region of dead code between two kept blocks, or of unrolled
+    loop bodies, still gets anchors in one pass, where splitting at one line at a time would be
+    quadratic.
     """
     a_count = Counter(a[alo:ahi])
     b_count = Counter(b[blo:bhi])

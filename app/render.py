@@ -538,7 +538,9 @@ class Analysis:
     kind: str
     raw_lines: list[str]
     locs: list[SourceLoc | None]  # primary frame per line
-    gutters: list[tuple[str, str] | None]  # (label, escaped title) per located line
+    # The locations of each located line; its gutter label and title are made only for lines
+    # shown (see `gutter`): building them for every line was a third of a large text's analysis.
+    gutters: list[LineLocs | None]
     loc_files: list[str]
     file_index: dict[str, int]
     by_source: dict[tuple[str, int], list[int]]
@@ -553,6 +555,18 @@ class Analysis:
     @property
     def line_count(self) -> int:
         return len(self.raw_lines)
+
+    def gutter(self, index: int) -> tuple[str, str] | None:
+        """(label, escaped title) of 0-based line ``index``, None if it has no location."""
+        locs = self.gutters[index]
+        if locs is None or locs.primary is None:
+            return None
+        title = " ← ".join(
+            f"{frame.file}:{frame.line}" + (f":{frame.col}" if frame.col else "") for frame in locs.frames
+        )
+        if locs.name:
+            title = f"{locs.name} @ {title}"
+        return f"{basename(locs.primary.file)}:{locs.primary.line}", _attr(title)
 
     @property
     def large(self) -> bool:
@@ -659,7 +673,7 @@ def _analyse(key: tuple, text: str, kind: str, debug_context: str | None = None)
 
     op_lines = dict.fromkeys((group.key for group in GROUPS), 0)
     by_source: dict[tuple[str, int], list[int]] = {}
-    gutters: list[tuple[str, str] | None] = []
+    gutters: list[LineLocs | None] = []
     line_groups: list[tuple[str, ...]] = []
     loc_lines = 0
     empty: tuple[str, ...] = ()
@@ -674,14 +688,7 @@ def _analyse(key: tuple, text: str, kind: str, debug_context: str | None = None)
             continue
         loc_lines += 1
         by_source.setdefault((primary.file, primary.line), []).append(index + 1)
-        frames = line_locs[index].frames
-        title = " ← ".join(
-            f"{frame.file}:{frame.line}" + (f":{frame.col}" if frame.col else "") for frame in frames
-        )
-        name = line_locs[index].name
-        if name:
-            title = f"{name} @ {title}"
-        gutters.append((f"{basename(primary.file)}:{primary.line}", _attr(title)))
+        gutters.append(line_locs[index])
 
     if kind == "mlir":
         loc_tokens = text.count("loc(") + text.count("loc  (")
@@ -715,7 +722,7 @@ def _gutter_before(analysis: Analysis, start: int) -> str:
     it): the last located line before it, looking past blank and location-only lines."""
     lexer = _cached_lexer(analysis.kind)
     for index in range(start - 1, max(-1, start - 400), -1):
-        gutter = analysis.gutters[index]
+        gutter = analysis.gutter(index)
         if gutter is not None:
             return gutter[0]
         raw = analysis.raw_lines[index]
@@ -754,7 +761,7 @@ def _mark_up(analysis: Analysis, start: int, end: int) -> list[str]:
         if primary is not None:
             classes += f" hl{line_colour(primary.file, primary.line)}"
             attrs = f' data-py="{file_index[primary.file]}:{primary.line}"'
-            label, title = analysis.gutters[index]  # type: ignore[misc]
+            label, title = analysis.gutter(index)  # type: ignore[misc]
             same = " same" if label == previous_gutter else ""
             gutter = f'<span class="gtr{same}" title="{title}">{_escape(label)}</span>'
             previous_gutter = label

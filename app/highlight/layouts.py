@@ -30,10 +30,11 @@ __all__ = [
 # dialects whose attributes are layouts (or memory spaces) worth explaining
 _LAYOUT_DIALECTS = ("ttg", "triton_gpu", "ttng", "triton_nvidia_gpu", "gluon", "amdg", "amdgpu")
 _DIALECT_RE = "|".join(_LAYOUT_DIALECTS)
-_ALIAS_DEF = re.compile(
-    r"^#(?!loc\d*\s*=)([\w$-]+)[ \t]*=[ \t]*(#(?:" + _DIALECT_RE + r")\.[^\n]*?)[ \t]*$",
-    re.MULTILINE,
-)
+_ALIAS_BODY = r"#(?!loc\d*\s*=)([\w$-]+)[ \t]*=[ \t]*(#(?:" + _DIALECT_RE + r")\.[^\n]*?)[ \t]*$"
+_ALIAS_DEF = re.compile(_ALIAS_BODY, re.MULTILINE)  # at the start of the text
+# Every other definition follows a newline: a literal "\n#" lets the regex engine skip ahead,
+# where "^" in MULTILINE mode tries every position (15x slower on a 7 MB module).
+_ALIAS_DEF_AFTER_NEWLINE = re.compile("\n" + _ALIAS_BODY, re.MULTILINE)
 _HEAD = re.compile(r"#([\w$]+)\.([\w$.]+)")
 _ATTRIBUTE_NAME = re.compile(r"#[\w$.-]+")
 # what an explainer may raise on a value it did not expect
@@ -67,9 +68,11 @@ def find_layouts(text: str) -> dict[str, Layout]:
     layouts: dict[str, Layout] = {}
     line = 1
     last = 0
-    for match in _ALIAS_DEF.finditer(text):
-        line += text.count("\n", last, match.start())
-        last = match.start()
+    first = _ALIAS_DEF.match(text)
+    for match in (*([first] if first else []), *_ALIAS_DEF_AFTER_NEWLINE.finditer(text)):
+        start = match.start(1) - 1  # the '#'
+        line += text.count("\n", last, start)
+        last = start
         alias, definition = match.group(1), match.group(2)
         layout = explain_encoding(definition, aliases=layouts)
         layout.alias = alias
