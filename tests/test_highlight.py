@@ -671,6 +671,11 @@ def test_layouts_of_sm90_matmul(corpus: Callable[[str], Path]) -> None:
     lines = text.splitlines()
     for alias, layout in layouts.items():
         assert lines[layout.line - 1].startswith(f"#{alias} = {layout.definition}")
+    assert layouts["blocked"].line == 1  # the definition that starts the text, found without a newline
+    shifted = find_layouts("// a comment\n\n" + text)
+    assert {alias: layout.line for alias, layout in shifted.items()} == {
+        alias: layout.line + 2 for alias, layout in layouts.items()
+    }
 
     blocked = layouts["blocked"]
     assert blocked.kind == "blocked"

@@ -119,3 +119,20 @@ def test_toggles_and_expanding_collapsed_lines(server_url, add_kernel_run, brows
     gap.click()
     expect(page.locator("tr.r")).to_have_count(rows_before + hidden)
     assert page_errors == []
+
+
+def test_rows_past_the_first_screens_load_as_they_scroll_into_view(
+    server_url, add_kernel_run, browser_page, page_errors
+):
+    page = browser_page
+    url = diff_url(server_url, add_kernel_run, LLVM, LLVM + 1, "context=all")
+    page.goto(url)
+    # the page ships its first rows; the rest of the 146-line diff waits in a lazy body
+    assert page.locator("tbody.lazy").count() >= 1
+    inline = page.locator("tr.r").count()
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    expect(page.locator("tbody.lazy")).to_have_count(0)
+    assert page.locator("tr.r").count() > inline
+    b_raw = httpx.get(f"{server_url}/runs/{add_kernel_run['run']}/c/1/s/{LLVM + 1}/raw").text
+    expect(page.locator("tr.r").last).to_contain_text(str(len(b_raw.splitlines())))  # the last line
+    assert page_errors == []
