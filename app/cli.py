@@ -52,7 +52,6 @@ class ProgressBar:
 def cmd_ingest(args: argparse.Namespace) -> int:
     import os
 
-    from app.db import Database
     from app.ingest import Ingest, IngestError
     from app.queries import run_summary
     from app.urls import Urls
@@ -63,7 +62,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             print(f"irlens: {path} does not exist; nothing was ingested", file=sys.stderr)
         return 2
     settings = _settings(args)
-    db = Database(settings.database_url)
+    db = settings.database()
     total = sum(os.path.getsize(p) for p in args.paths if os.path.isfile(p)) or None
     bar = ProgressBar(total) if sys.stderr.isatty() and not args.quiet else None
     try:
@@ -157,9 +156,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _database(args: argparse.Namespace) -> Database:
-    from app.db import Database
-
-    return Database(_settings(args).database_url)
+    return _settings(args).database()
 
 
 def cmd_token(args: argparse.Namespace) -> int:

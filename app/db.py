@@ -39,14 +39,17 @@ _PG_MIGRATION_LOCK = 0x6972_6C65  # any constant: one pg_advisory lock id for "i
 POOL_OPTIONS = {"pool_size": 5, "max_overflow": 40}
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, write_wait_seconds: float = 60) -> Engine:
+    """`write_wait_seconds`: how long a SQLite writer waits for another's write lock before it fails
+    with "database is locked". An ingest holds that lock until it commits, so the app passes its
+    ingest timeout: uploads queue behind each other instead of failing after a minute."""
     if url.startswith("sqlite"):
         path = make_url(url).database
         in_memory = not path or path == ":memory:"
         if not in_memory:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(
-            url, connect_args={"check_same_thread": False, "timeout": 60}, **({} if in_memory else POOL_OPTIONS)
+            url, connect_args={"check_same_thread": False, "timeout": write_wait_seconds}, **({} if in_memory else POOL_OPTIONS)
         )
 
         @event.listens_for(engine, "connect")
@@ -168,9 +171,9 @@ def upgrade_schema(engine: Engine, revision: str = "head") -> tuple[str | None, 
 
 
 class Database:
-    def __init__(self, url: str, *, upgrade: bool = True) -> None:
+    def __init__(self, url: str, *, upgrade: bool = True, write_wait_seconds: float = 60) -> None:
         self.url = url
-        self.engine = make_engine(url)
+        self.engine = make_engine(url, write_wait_seconds)
         if upgrade:
             upgrade_schema(self.engine)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)

@@ -61,7 +61,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(Exception, server_error)
     app.state.settings = settings
-    app.state.db = Database(settings.database_url)
+    app.state.db = settings.database()
     app.state.urls = Urls(settings.base_url)
     app.root_path = app.state.urls.base  # answer at /base/runs/X as well as a proxy-stripped /runs/X
     app.add_middleware(AuthMiddleware)

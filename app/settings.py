@@ -9,6 +9,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 if TYPE_CHECKING:  # imported when called: the CLI imports this module and must start fast
+    from app.db import Database
     from parsers.sources import Limits
 
 
@@ -41,7 +42,8 @@ class Settings(BaseSettings):
     ingest_timeout_seconds: float = Field(
         1800,
         description="Longest an upload or `irlens ingest` may spend reading its inputs, in seconds; past it "
-        "the ingest stops and stores nothing. 0: no limit.",
+        "the ingest stops and stores nothing. 0: no limit. On SQLite, also how long a write waits for "
+        "another's lock (an ingest holds it until it commits).",
     )
     require_token: bool = Field(
         False,
@@ -84,6 +86,13 @@ class Settings(BaseSettings):
             max_files=self.max_files,
             timeout_seconds=self.ingest_timeout_seconds or None,
         )
+
+    def database(self) -> Database:
+        """The configured database. A SQLite writer waits for another's write lock as long as one
+        ingest may last (a day with no limit): uploads then queue instead of failing."""
+        from app.db import Database
+
+        return Database(self.database_url, write_wait_seconds=self.ingest_timeout_seconds or 86_400)
 
     @property
     def database_url(self) -> str:
