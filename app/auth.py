@@ -31,6 +31,8 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, RedirectResponse
+
+from app.errors import error_json
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.models import ApiToken, Run
@@ -331,7 +333,7 @@ class AuthMiddleware:
 
     @staticmethod
     async def _refuse(error: HTTPException, scope: Scope, receive: Receive, send: Send) -> None:
-        response = JSONResponse({"error": error.detail}, status_code=error.status_code, headers=error.headers)
+        response = error_json(error.detail, error.status_code, error.headers)
         await response(scope, receive, send)
 
 

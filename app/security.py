@@ -31,6 +31,7 @@ from starlette.datastructures import FormData, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.auth import SESSION_COOKIE, bearer_token, secret_key
+from app.errors import error_json
 
 CSRF_COOKIE = "irlens_csrf"
 CSRF_FIELD = "csrf_token"
@@ -122,7 +123,7 @@ def _same_host(origin: str, host: str) -> bool:
 
 
 def _forbidden(message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=403, headers=SECURITY_HEADERS)
+    return error_json(message, 403, SECURITY_HEADERS)
 
 
 # -- the CSRF token ------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.errors import error_json
 from app.security import csrf_token
 from app.urls import Urls
 
@@ -96,9 +97,11 @@ def _quality(ranks: list[tuple[str, float]], media: str) -> float:
 
 
 async def http_error(request: Request, error: StarletteHTTPException):
-    """Errors as a page for browsers (a stale form, a dead link), as {"detail"} JSON for the rest."""
+    """Errors as a page for browsers (a stale form, a dead link), as {"error", "detail"} JSON for the rest."""
     if not prefers_html(request) or request.method == "HEAD":
-        return await http_exception_handler(request, error)
+        if not isinstance(error.detail, str):
+            return await http_exception_handler(request, error)
+        return error_json(error.detail, error.status_code, getattr(error, "headers", None))
     urls: Urls = request.app.state.urls
     return templates.TemplateResponse(
         request,

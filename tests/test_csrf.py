@@ -166,7 +166,7 @@ def test_browsers_get_errors_as_a_page_and_api_clients_as_json(client):
     client.get("/")
     stale = client.post("/runs/" + "0" * 32 + "/edit", data={"title": "x"}, headers={"Accept": "text/html"})
     assert stale.status_code == 403 and "reload the page" in stale.text and "<h1" in stale.text
-    assert client.get("/runs/" + "0" * 32).json() == {"detail": "no such run"}
+    assert client.get("/runs/" + "0" * 32).json() == {"error": "no such run", "detail": "no such run"}
     assert client.get("/runs/" + "0" * 32 + ".json", headers={"Accept": "text/html"}).json()["detail"]
 
 

@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 
 from app import render
 from app.blobs import BlobReader
+from app.errors import error_json
 from app.diff import (
     DEFAULT_CONTEXT,
     DELETE,
@@ -694,7 +695,7 @@ def _json_url(request: Request, urls: Urls) -> str:
 
 def _not_found(request: Request, urls: Urls, message: str, wants_json: bool) -> Response:
     if wants_json:
-        return JSONResponse({"error": message, "detail": message}, status_code=404)
+        return error_json(message, 404)
     return templates.TemplateResponse(
         request,
         "diff.html",

@@ -15,6 +15,7 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 
 from app.auth import identify, upload_owner, visible_runs
 from app.blobs import BlobReader
+from app.errors import error_json
 from app.ingest import Ingest, IngestError
 from app.models import Blob, Compilation, InputRecord, Run, Snapshot
 from app.queries import input_records, recent_runs, run_summary
@@ -77,7 +78,7 @@ def _home_data(request: Request, session, urls: Urls) -> dict:
 def _upload_failed(request: Request, session, message: str, status: int) -> Response:
     """An upload error: JSON {"error"} for API clients, the home page with the message for a form post."""
     if not prefers_html(request):
-        return JSONResponse({"error": message}, status_code=status)
+        return error_json(message, status)
     urls: Urls = request.app.state.urls
     data = _home_data(request, session, urls)
     data["error"] = message
