@@ -30,11 +30,10 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 from starlette.concurrency import run_in_threadpool
-from starlette.responses import JSONResponse, RedirectResponse
-
-from app.errors import error_json
+from starlette.responses import RedirectResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.errors import error_json
 from app.models import ApiToken, Run
 from app.settings import Settings
 

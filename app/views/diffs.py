@@ -28,7 +28,6 @@ from sqlalchemy.orm import Session
 
 from app import render
 from app.blobs import BlobReader
-from app.errors import error_json
 from app.diff import (
     DEFAULT_CONTEXT,
     DELETE,
@@ -44,6 +43,7 @@ from app.diff import (
     inline_changes,
     loc_spans,
 )
+from app.errors import error_json
 from app.models import Compilation, Run, Snapshot
 from app.page_cache import cache_response, cached_response
 from app.queries import snapshot_dict
