@@ -12,6 +12,7 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy import select
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app import render, web
 from app.auth import AuthMiddleware
 from app.db import Database
 from app.models import Run
@@ -49,6 +50,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        web.warm_up()
+        render.warm_up()
         if settings.load_demo:
             load_demo(app.state.db, app.state.limits)
         retention = start_retention(app.state.db, settings.retention_days)

@@ -203,6 +203,12 @@ def _cached_lexer(kind: str) -> Lexer:
     return lexer
 
 
+def warm_up() -> None:
+    """Build the lexers and run each once, so that a process's first page does not pay for it."""
+    for kind in ("mlir", "llvm", "ptx", "amdgcn", "python"):
+        highlight_line("%0 = tt.load %arg0 : tensor<128xf32, #blocked> loc(#loc1)", kind)
+
+
 # --------------------------------------------------------------------------- colours
 
 

@@ -23,6 +23,13 @@ templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
 templates.env.globals["csrf_token"] = csrf_token  # every state-changing form: {{ csrf_token(request) }}
 
 
+def warm_up() -> None:
+    """Compile every template now: compiling them took ~240 ms, which the first request for each
+    kind of page after a start paid (the first snapshot page of a fresh server: 267 ms against 149)."""
+    for name in templates.env.list_templates(extensions=["html"]):
+        templates.env.get_template(name)
+
+
 def get_session(request: Request):
     with request.app.state.db.session() as session:
         yield session
