@@ -254,13 +254,16 @@ def test_collapsed_lines_expand_through_the_rows_fragment(site):
 def test_big_diffs_load_later_rows_lazily(site, monkeypatch):
     client, runs = site
     monkeypatch.setattr(diffs, "INLINE_ROWS", 40)
-    monkeypatch.setattr(diffs, "CHUNK_ROWS", 40)
+    monkeypatch.setattr(diffs, "CHUNK_ROWS", 50)
     url = diff_url(sid(runs["first"], LLVM), sid(runs["first"], LLVM + 1), "context=all&view=unified")
     page = page_of(client, url)
-    lazy = re.findall(r'<tbody class="lazy" hx-get="([^"]+)"', page)
-    assert lazy
-    chunk = client.get(html.unescape(lazy[0]))
+    lazy = re.findall(r'<tbody class="lazy" hx-get="([^"]+)" hx-trigger="([^"]+)"', page)
+    assert len(lazy) >= 2
+    assert "start=40&" in html.unescape(lazy[0][0])  # the inline budget ends the inline rows
+    chunk = client.get(html.unescape(lazy[0][0]))
     assert chunk.status_code == 200 and chunk.text.count('<tr class="r ') >= 40
+    # the chunk after the inline rows loads with the page; later ones when scrolled to
+    assert [trigger.startswith("load,") for _, trigger in lazy] == [True] + [False] * (len(lazy) - 1)
 
 
 # --------------------------------------------------------------------------- escaping

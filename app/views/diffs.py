@@ -57,8 +57,9 @@ diff_cache = DiffCache(capacity=32)
 
 VIEWS = ("split", "unified")
 CONTEXT_CHOICES = (3, 5, 10, 25)
-# Rows rendered with the page, about three screens; the rest load as they scroll into view. Each
-# costs ~0.2-0.3 ms cold (highlighting and inline changes of long lines), so 250 took 40-80 ms.
+# Rows rendered with the page, about three screens; the next chunk loads right after the page, the
+# rest as they scroll into view. A row costs ~0.2-0.3 ms cold (highlighting and inline changes of
+# long lines), so the 250 shipped before took 40-80 ms.
 INLINE_ROWS = 120
 CHUNK_ROWS = 250  # rows per lazily loaded chunk
 EXPAND_STEP = 20  # rows an "expand up/down" click reveals in a long unchanged run
@@ -620,6 +621,7 @@ class Piece:
     b_from: int = 0
     first_change: int | None = None  # lazy chunks: the change blocks inside
     last_change: int | None = None
+    eager: bool = False  # the first lazy chunk loads as soon as the page has, not when scrolled to
 
     @property
     def size(self) -> int:
@@ -646,6 +648,7 @@ def _changes_in(result: DiffResult, start: int, end: int) -> tuple[int | None, i
 def page_pieces(result: DiffResult, renderer: RowRenderer, context: int) -> list[Piece]:
     pieces: list[Piece] = []
     budget = INLINE_ROWS
+    eager = True
     previous_end = 0
     for hunk in result.hunks(context):
         if hunk.row_start > previous_end:
@@ -661,7 +664,8 @@ def page_pieces(result: DiffResult, renderer: RowRenderer, context: int) -> list
                 budget -= chunk_end - chunk_start
             else:
                 first, last = _changes_in(result, chunk_start, chunk_end)
-                pieces.append(Piece("lazy", chunk_start, chunk_end, first_change=first, last_change=last))
+                pieces.append(Piece("lazy", chunk_start, chunk_end, first_change=first, last_change=last, eager=eager))
+                eager = False
             chunk_start = chunk_end
         previous_end = hunk.row_end
     if pieces and previous_end < result.rows:
