@@ -43,11 +43,10 @@ from pathlib import Path
 from typing import Any
 
 from pygments.lexer import Lexer
-from pygments.lexers.python import PythonLexer
 from pygments.token import STANDARD_TYPES, Comment, Name, Text, Whitespace, _TokenType
 
 from app.blobs import BlobReader
-from app.highlight import lexer_for
+from app.highlight import PythonSourceLexer, lexer_for
 from app.highlight.hwops import GROUPS, classify_line, count_groups
 from app.highlight.layouts import Layout, explain_encoding, find_layouts, read_encoding
 from parsers.loc import KINDS as LOC_KINDS
@@ -117,7 +116,7 @@ def artifact_kind(kind: str) -> str:
 
 def _lexer(kind: str) -> Lexer:
     if kind == "python":
-        return PythonLexer(stripnl=False)
+        return PythonSourceLexer(stripnl=False)
     return lexer_for(kind)
 
 

@@ -35,7 +35,8 @@ from pygments.token import (
     _TokenType,
 )
 
-from app.highlight import KINDS, lexer_for
+from app import render
+from app.highlight import KINDS, PythonSourceLexer, lexer_for
 from app.highlight.asm_lexers import AmdgcnLexer, StrictAmdgcnLexer, StrictTritonLlvmLexer, TritonLlvmLexer
 from app.highlight.hwops import GROUPS, GROUPS_BY_KEY, classify_line, count_groups
 from app.highlight.layouts import Layout, explain_encoding, find_layouts, read_encoding
@@ -44,7 +45,7 @@ from app.highlight.ptx_lexer import PTXLexer, StrictPTXLexer
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 # what the tests read; binaries (.cubin, .hsaco, .so) are left in the archives
-_TEXT_SUFFIXES = {".log", ".mlir", ".ttir", ".ttgir", ".source", ".glir", ".ptx", ".llir", ".amdgcn"}
+_TEXT_SUFFIXES = {".log", ".mlir", ".ttir", ".ttgir", ".source", ".glir", ".ptx", ".llir", ".amdgcn", ".py"}
 _MLIR_SUFFIXES = {".ttir", ".ttgir", ".source", ".glir"}
 
 
@@ -247,6 +248,17 @@ def test_fast_loop_gives_pygments_tokens(corpus: Callable[[str], Path]) -> None:
     text = _one(corpus("gfx1250_tdm"), "cache/*/gluon_tdm_load_store_kernel.amdgcn").read_text()
     lexer = AmdgcnLexer()
     assert list(lexer.get_tokens_unprocessed(text)) == list(RegexLexer.get_tokens_unprocessed(lexer, text))
+
+
+def test_fast_python_loop_gives_pygments_tokens(corpus: Callable[[str], Path]) -> None:
+    """The source pane's lexer: Pygments' Python rules (some with leading `(?i)`-style flags, which
+    the combined regex scopes to their rule) on the combined loop, against Pygments' own loop."""
+    lexer = PythonSourceLexer()
+    sources = [path.read_text() for name in ("sm90_mix", "gfx942_mix") for path in corpus(name).glob("src/*.py")]
+    assert len(sources) >= 2
+    sources.append(Path(render.__file__).read_text())  # f-strings, decorators, type hints
+    for text in sources:
+        assert list(lexer.get_tokens_unprocessed(text)) == list(RegexLexer.get_tokens_unprocessed(lexer, text))
 
 
 def test_mlir_lexer_is_fast_on_a_big_snapshot(corpus: Callable[[str], Path]) -> None:

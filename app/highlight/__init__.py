@@ -17,13 +17,20 @@ from functools import cache
 
 from pygments.lexer import Lexer
 from pygments.lexers.data import JsonLexer
+from pygments.lexers.python import PythonLexer
 from pygments.lexers.special import TextLexer
 
+from app.highlight._fastlex import FastRegexLexer
 from app.highlight.asm_lexers import AmdgcnLexer, TritonLlvmLexer
 from app.highlight.mlir_lexer import MLIRLexer
 from app.highlight.ptx_lexer import PTXLexer
 
-__all__ = ["KINDS", "lexer_for"]
+__all__ = ["KINDS", "PythonSourceLexer", "lexer_for"]
+
+
+class PythonSourceLexer(FastRegexLexer, PythonLexer):
+    """Pygments' Python lexer on the combined-regex loop, for the source pane: the same tokens,
+    1.3-1.6x faster (a snapshot page's first visit lexes its whole Python file)."""
 
 # kind → lexer class; a kind is a file extension without the dot or a snapshot's stage
 _LEXERS: dict[str, type[Lexer]] = {

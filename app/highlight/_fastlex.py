@@ -45,6 +45,16 @@ class _GroupView:
         return self._match.groups()[self._offset : self._offset + self._count]
 
 
+_GLOBAL_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
+
+
+def _scoped_flags(pattern: str) -> str:
+    """A rule's leading global flags, ``(?i)rest``, scoped to the rule as ``(?i:rest)``: inside the
+    alternation they would no longer be at the start (an error) nor apply to this rule only."""
+    match = _GLOBAL_FLAGS.match(pattern)
+    return f"(?{match.group(1)}:{pattern[match.end():]})" if match else pattern
+
+
 # (combined match function, {outer group index: (action, new_state, inner group count)})
 _StateTable = tuple[Any, dict[int, tuple[Any, Any, int]]]
 
@@ -64,7 +74,7 @@ class FastRegexLexer(RegexLexer):
             group = 1
             for rexmatch, action, new_state in rules:
                 compiled = rexmatch.__self__
-                parts.append("(" + compiled.pattern + ")")
+                parts.append("(" + _scoped_flags(compiled.pattern) + ")")
                 actions[group] = (action, new_state, compiled.groups)
                 group += 1 + compiled.groups
             tables[state] = (re.compile("|".join(parts), cls.flags).match, actions)
