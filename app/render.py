@@ -543,9 +543,9 @@ class Analysis:
     kind: str
     raw_lines: list[str]
     locs: list[SourceLoc | None]  # primary frame per line
-    # The locations of each located line; its gutter label and title are made only for lines
-    # shown (see `gutter`): building them for every line was a third of a large text's analysis.
-    gutters: list[LineLocs | None]
+    # Every frame of each located line: `gutter` makes a line's label and title only when it is
+    # shown (building them for every line was a third of a large text's analysis).
+    line_locs: list[LineLocs | None]
     loc_files: list[str]
     file_index: dict[str, int]
     by_source: dict[tuple[str, int], list[int]]
@@ -563,7 +563,7 @@ class Analysis:
 
     def gutter(self, index: int) -> tuple[str, str] | None:
         """(label, escaped title) of 0-based line ``index``, None if it has no location."""
-        locs = self.gutters[index]
+        locs = self.line_locs[index]
         if locs is None or locs.primary is None:
             return None
         title = " ← ".join(
@@ -678,7 +678,7 @@ def _analyse(key: tuple, text: str, kind: str, debug_context: str | None = None)
 
     op_lines = dict.fromkeys((group.key for group in GROUPS), 0)
     by_source: dict[tuple[str, int], list[int]] = {}
-    gutters: list[LineLocs | None] = []
+    located: list[LineLocs | None] = []
     line_groups: list[tuple[str, ...]] = []
     loc_lines = 0
     empty: tuple[str, ...] = ()
@@ -689,11 +689,11 @@ def _analyse(key: tuple, text: str, kind: str, debug_context: str | None = None)
         line_groups.append(groups or empty)
         primary = primaries[index]
         if primary is None:
-            gutters.append(None)
+            located.append(None)
             continue
         loc_lines += 1
         by_source.setdefault((primary.file, primary.line), []).append(index + 1)
-        gutters.append(line_locs[index])
+        located.append(line_locs[index])
 
     if kind == "mlir":
         loc_tokens = text.count("loc(") + text.count("loc  (")
@@ -708,7 +708,7 @@ def _analyse(key: tuple, text: str, kind: str, debug_context: str | None = None)
         kind=kind,
         raw_lines=raw_lines,
         locs=primaries,
-        gutters=gutters,
+        line_locs=located,
         loc_files=loc_files,
         file_index=file_index,
         by_source=by_source,
