@@ -46,7 +46,7 @@ from pygments.lexer import Lexer
 from pygments.token import STANDARD_TYPES, Comment, Name, Text, Whitespace, _TokenType
 
 from app.blobs import BlobReader
-from app.highlight import PythonSourceLexer, lexer_for
+from app.highlight import lexer_for
 from app.highlight.hwops import GROUPS, classify_line, count_groups
 from app.highlight.layouts import Layout, explain_encoding, find_layouts, read_encoding
 from parsers.loc import KINDS as LOC_KINDS
@@ -112,12 +112,6 @@ def artifact_kind(kind: str) -> str:
     if kind == "grp":
         return "json"
     return "text"
-
-
-def _lexer(kind: str) -> Lexer:
-    if kind == "python":
-        return PythonSourceLexer(stripnl=False)
-    return lexer_for(kind)
 
 
 def _loc_kind(kind: str) -> str | None:
@@ -187,19 +181,8 @@ def _plain_tokens_html(tokens: list[tuple[_TokenType, str]]) -> str:
 
 def highlight_line(line: str, kind: str) -> str:
     """One line highlighted on its own, as HTML (for snippets such as the map page's)."""
-    lexer = _cached_lexer(kind)
-    tokens = _token_lines(line, lexer)[0]
+    tokens = _token_lines(line, lexer_for(kind))[0]
     return _plain_tokens_html(tokens)
-
-
-_LEXERS: dict[str, Lexer] = {}
-
-
-def _cached_lexer(kind: str) -> Lexer:
-    lexer = _LEXERS.get(kind)
-    if lexer is None:
-        lexer = _LEXERS[kind] = _lexer(kind)
-    return lexer
 
 
 def warm_up() -> None:
@@ -311,7 +294,6 @@ def clear_caches() -> None:
     """Forget every cached result (tests use this to time a cold render)."""
     for cache in (_SOURCES, _OPS, _INDEXES, _ANALYSES, _PAGES):
         cache.clear()
-    _LEXERS.clear()
 
 
 TextLoader = Callable[[], str | None]
@@ -405,7 +387,7 @@ def render_python(digest: str, load_text: TextLoader) -> RenderedSource:
     if cached is not None:
         return cached
     text = load_text() or ""
-    lines = [_plain_tokens_html(tokens) for tokens in _token_lines(text, _cached_lexer("python"))]
+    lines = [_plain_tokens_html(tokens) for tokens in _token_lines(text, lexer_for("python"))]
     if len(lines) > 1 and lines[-1] == "":
         lines.pop()
     source = RenderedSource(lines=lines, size=sum(len(line) for line in lines) + 64 * len(lines))
@@ -725,7 +707,7 @@ def _analyse(key: tuple, text: str, kind: str, debug_context: str | None = None)
 def _gutter_before(analysis: Analysis, start: int) -> str:
     """The gutter label in force before 0-based line ``start`` (whether line ``start`` repeats
     it): the last located line before it, looking past blank and location-only lines."""
-    lexer = _cached_lexer(analysis.kind)
+    lexer = lexer_for(analysis.kind)
     for index in range(start - 1, max(-1, start - 400), -1):
         gutter = analysis.gutter(index)
         if gutter is not None:
@@ -743,9 +725,9 @@ def _mark_up(analysis: Analysis, start: int, end: int) -> list[str]:
     """Lines ``start``..``end`` (0-based, end excluded) as HTML."""
     raw_lines = analysis.raw_lines
     if analysis.page_lines >= len(raw_lines):
-        token_lines = _token_lines("\n".join(raw_lines), _cached_lexer(analysis.kind))[start:end]
+        token_lines = _token_lines("\n".join(raw_lines), lexer_for(analysis.kind))[start:end]
     else:  # line-local lexer: a page lexes on its own
-        token_lines = _token_lines("\n".join(raw_lines[start:end]), _cached_lexer(analysis.kind))
+        token_lines = _token_lines("\n".join(raw_lines[start:end]), lexer_for(analysis.kind))
     decorations = analysis.decorations
     file_index = analysis.file_index
     previous_gutter = _gutter_before(analysis, start) if start else ""

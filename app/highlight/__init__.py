@@ -46,6 +46,8 @@ _LEXERS: dict[str, type[Lexer]] = {
     "ptx": PTXLexer,
     "amdgcn": AmdgcnLexer,
     "json": JsonLexer,
+    "python": PythonSourceLexer,
+    "py": PythonSourceLexer,
     "text": TextLexer,
 }
 KINDS: frozenset[str] = frozenset(_LEXERS)
