@@ -300,7 +300,7 @@ def measure_browser(db_path: Path, path: str, repeats: int = 3, first_visits: in
         return {"skipped": "Chromium or Playwright not available"}
     from playwright.sync_api import sync_playwright
 
-    def visit(browser, base: str, cold: bool) -> dict:
+    def one_visit(browser, base: str, cold: bool) -> dict:
         context = browser.new_context(viewport={"width": 1400, "height": 900})
         page = context.new_page()
         start = time.perf_counter()
@@ -323,9 +323,9 @@ def measure_browser(db_path: Path, path: str, repeats: int = 3, first_visits: in
         try:
             for server_round in range(first_visits):
                 with serve(db_path) as base:
-                    visits.append(visit(browser, base, cold=True))
+                    visits.append(one_visit(browser, base, cold=True))
                     for _ in range(repeats if server_round == 0 else 0):
-                        visits.append(visit(browser, base, cold=False))
+                        visits.append(one_visit(browser, base, cold=False))
         finally:
             browser.close()
     warm = [visit for visit in visits if not visit["cold"]]

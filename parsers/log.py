@@ -112,7 +112,7 @@ def body_damage(body: bytes, kind: str, counted: bytes | None = None, empty_ok: 
     if counted is None:
         counted = body.translate(None, _COUNTED)
     opening, closing = counted.count(b"{"), counted.count(b"}")
-    letters = sum(counted.count(letter) for letter in (b"*", b"D", b"B", b"A"))
+    letters = sum(counted.count(letter) for letter in _PIECE_LETTERS)
     if len(counted) != opening + closing + counted.count(b"\n") + letters:
         return FOREIGN
     if not body.strip():
