@@ -33,9 +33,31 @@ STAGES = ("ttir", "ttgir", "llvm-dialect", "llvm-ir")
 
 
 # The patterns above, anchored on their literal head so the regex engine can skip to it; whether the
-# head starts its line (after blanks) is checked afterwards.
-_TT_FUNC = re.compile(rb"tt\.func public @([^\s(]+)\(")
-_LLVM_FUNC = re.compile(rb"llvm\.func @([^\s(]+)\(([^\n]*)")
+# head starts its line (after blanks) is checked afterwards. MLIR quotes a symbol that is not a bare
+# identifier (`@"name with spaces"`), escaping `"`, `\` and unprintable bytes as `\XX` (hex).
+_QUOTED = rb'"((?:[^"\\\n]|\\.)*)"'
+_TT_FUNC = re.compile(rb"tt\.func public @(?:" + _QUOTED + rb"|([^\s(]+))\(")
+_LLVM_FUNC = re.compile(rb"llvm\.func @(?:" + _QUOTED + rb"|([^\s(]+))\(([^\n]*)")
+_ESCAPE = re.compile(rb"\\([0-9a-fA-F]{2}|.)")
+_BARE_SYMBOL = re.compile(r"[A-Za-z_][\w$.]*\Z")
+
+
+def _symbol(match: re.Match[bytes]) -> str:
+    """The function name a _TT_FUNC / _LLVM_FUNC match holds, unquoted."""
+    quoted, bare = match.group(1), match.group(2)
+    if quoted is None:
+        return bare.decode("utf-8", "replace")
+    raw = _ESCAPE.sub(lambda m: bytes.fromhex(m.group(1).decode()) if len(m.group(1)) == 2 else m.group(1), quoted)
+    return raw.decode("utf-8", "replace")
+
+
+def printed_symbol(name: str) -> bytes:
+    """`@name(` as MLIR prints a call or definition of the function `name`: quoted when not bare."""
+    if _BARE_SYMBOL.match(name):
+        return b"@" + name.encode() + b"("
+    escaped = "".join(c if c.isprintable() and c not in '"\\' else "".join(f"\\{b:02X}" for b in c.encode())
+                      for c in name)
+    return b'@"' + escaped.encode() + b'"('
 
 
 def _at_line_start(body: bytes, at: int) -> bool:
@@ -50,20 +72,20 @@ def kernel_of(body: bytes) -> str | None:
     while at >= 0:
         match = _TT_FUNC.match(body, at)
         if match and _at_line_start(body, at):
-            return match.group(1).decode("utf-8", "replace")
+            return _symbol(match)
         at = body.find(b"tt.func public @", at + 1)
     # In the LLVM dialect, skip declarations (externs such as __nv_expf or __ockl_*): a definition's
     # line ends with "{"; prefer one marked as a kernel.
     first = None
     for match in _LLVM_FUNC.finditer(body):
-        rest = match.group(2)
+        rest = match.group(3)
         if not rest.rstrip().endswith(b"{") or not _at_line_start(body, match.start()):
             continue
         if b"kernel" in rest:
-            return match.group(1).decode("utf-8", "replace")
+            return _symbol(match)
         if first is None:
-            first = match.group(1)
-    return first.decode("utf-8", "replace") if first is not None else None
+            first = _symbol(match)
+    return first
 
 
 class _BodyFacts:
@@ -242,7 +264,7 @@ class CompilationGrouper:
             # the compilation in progress when no dumped kernel of theirs is open.
             if (
                 compilation is None and current is not None and current.kernel
-                and (header.kind == "internal" or b"@" + current.kernel.encode() + b"(" in dump.body)
+                and (header.kind == "internal" or printed_symbol(current.kernel) in dump.body)
             ):
                 compilation, kernel = current, current.kernel
             previous = compilation.last_pass if compilation else None

@@ -12,6 +12,8 @@ block into records, in order, covering every line exactly once:
     notes after an error, warning or remark belong to it.
   - "traceback": a Python traceback, chained ones ("The above exception was the direct cause ...",
     "During handling of the above exception ...") included in the same record.
+  - "llvm": LLVM's fatal error, `LLVM ERROR: ...` (code generation gave up; the process aborts
+    next, so no traceback follows), with the crash report LLVM may print under it;
   - "compilation_error": a traceback with a Triton `CompilationError`, whose message is
     `at L:C:`, up to 12 lines of the function's source, a caret, then the error (or nothing);
     the excerpt's `def NAME(` line names the kernel (`Diagnostic.kernel`).
@@ -64,13 +66,14 @@ _CHAIN_SEPARATORS = (
 _COMPILATION_AT = re.compile(
     r"^(?:(?P<type>[\w.]*CompilationError): )?at (?:(?P<file>.+?):)?(?P<line>\d+):(?P<col>\d+):(?P<rest>.*)$"
 )
+LLVM_ERROR = "LLVM ERROR: "
 _SOURCE_MISSING = ("<source unavailable>", "<source empty>")
 _DEF_LINE = re.compile(r"^\s*(?:async\s+)?def\s+(?P<name>[A-Za-z_]\w*)\s*\(")
 
 
 @dataclass
 class Diagnostic:
-    kind: str  # "mlir" | "traceback" | "compilation_error"
+    kind: str  # "mlir" | "traceback" | "compilation_error" | "llvm"
     severity: str  # "error" | "warning" | "remark" | "note"
     # One-line summary: for mlir the text after "error: "; for a traceback the final "ExcType: message"
     # line; for a compilation error the error printed under the caret (or, when Triton printed none,
@@ -167,8 +170,10 @@ def _match_head(text: str) -> _Head | None:
 
 
 def looks_like_diagnostic_start(text: str) -> bool:
-    """The first line of an MLIR diagnostic or of a Python traceback."""
-    return _match_head(text) is not None or _TRACEBACK_START.match(text) is not None
+    """The first line of an MLIR diagnostic, of a Python traceback or of an LLVM fatal error."""
+    return (
+        _match_head(text) is not None or _TRACEBACK_START.match(text) is not None or text.startswith(LLVM_ERROR)
+    )
 
 
 def _is_record_start(text: str) -> bool:
@@ -424,6 +429,28 @@ def _parse_traceback_at(lines: Lines, start: int) -> tuple[Diagnostic, int] | No
     return diagnostic, end
 
 
+# -- LLVM fatal errors -------------------------------------------------------------------------
+
+# What LLVM's crash handler may print under a fatal error: the bug-report request, "Stack dump:",
+# numbered program-argument / pass lines ("0.\tProgram arguments: ..."), and stack frames.
+_LLVM_CRASH_LINE = re.compile(r"^(?:PLEASE submit a bug report|Stack dump:|\s*\d+\.\s|\s*#\d+ 0x[0-9a-fA-F]+\b)")
+
+
+def _parse_llvm_error_at(lines: Lines, start: int) -> tuple[Diagnostic, int] | None:
+    text = lines[start][1]
+    if not text.startswith(LLVM_ERROR):
+        return None
+    end = start + 1
+    while end < len(lines) and _LLVM_CRASH_LINE.match(lines[end][1]):
+        end += 1
+    message = text[len(LLVM_ERROR):].strip()
+    diagnostic = Diagnostic(
+        kind="llvm", severity="error", message=f"LLVM ERROR: {message}", file=None, line=None, col=None,
+        text=_joined(lines, start, end), first_line=lines[start][0],
+    )
+    return diagnostic, end
+
+
 # -- the gap ------------------------------------------------------------------------------------
 
 Parser = Callable[[Lines, int], "tuple[TimingReport | Diagnostic, int] | None"]
@@ -433,6 +460,7 @@ RECOGNISERS: list[tuple[Callable[[str], bool], Parser]] = [
     (looks_like_timing_start, parse_timing_at),
     (lambda text: _TRACEBACK_START.match(text) is not None, _parse_traceback_at),
     (lambda text: _match_head(text) is not None, _parse_mlir_at),
+    (lambda text: text.startswith(LLVM_ERROR), _parse_llvm_error_at),
 ]
 
 
@@ -450,7 +478,7 @@ def parse_gap(lines: Lines, *, strict: bool = False) -> list[TimingReport | Diag
         text = lines[index][1]
         parsed = None
         # Most gap lines start nothing: test that cheaply before asking each recogniser.
-        maybe = text.startswith("===-") or "Traceback" in text or _may_be_head(text)
+        maybe = text.startswith(("===-", LLVM_ERROR)) or "Traceback" in text or _may_be_head(text)
         for applies, parse in RECOGNISERS if maybe else ():
             if not applies(text):
                 continue

@@ -35,10 +35,10 @@ _LLVM_BANNER_TEXT = b"*** IR Dump "
 _MLIR_BANNER = b"// -----// "  # an MLIR banner, as _BANNER matches it at a line's start
 _BANNER = re.compile(rb"^(?:// -----// |; \*\*\* IR Dump |\*\*\* IR Dump |# \*\*\* IR Dump )", re.MULTILINE)
 # An LLVM dump has blank lines inside, so it runs until the next banner or an obvious non-IR line
-# (a timing report, a traceback, or MLIR text: another writer's dump).
+# (a timing report, a traceback, LLVM's fatal error, or MLIR text: another writer's dump).
 _LLVM_END = re.compile(
     rb"^(?:// -----// |; \*\*\* IR Dump |\*\*\* IR Dump |# \*\*\* IR Dump |===-|Traceback \(most recent call last\)"
-    rb"|#loc\d* = loc\(|module (?:attributes )?\{)",
+    rb"|#loc\d* = loc\(|module (?:attributes )?\{|LLVM ERROR: )",
     re.MULTILINE,
 )
 UNBALANCED = "unbalanced braces: the dump is incomplete or mixed with other output"
@@ -81,7 +81,9 @@ _PIECE_LETTERS = b"*DBA"
 _COUNTED = bytes(c for c in _PRINTABLE if c not in b"{}" + _PIECE_LETTERS)
 # An MLIR printer numbers #loc aliases #loc, #loc1, #loc2, ... by first use and defines each one used,
 # before the module or after it: a gap in the numbers means lines were lost (every corpus dump holds).
-_MODULE_OR_LOC = re.compile(rb"\n(?:(m)odule|#loc(\d*) = )")
+# The module is in custom form ("module attributes {") or, when a failed pass left IR that does not
+# verify, in generic form ('"builtin.module"() ({', Triton 3.8's "IR Dump After X Failed").
+_MODULE_OR_LOC = re.compile(rb'\n(?:((?:"builtin\.)?m)odule|#loc(\d*) = )')
 _METADATA_DEF = re.compile(rb"\n!(\d+) = ")  # LLVM numbers its metadata !0, !1, ... likewise
 # A dump still open at a chunk's end is scanned again joined with the next chunk's head (so the fast
 # path sees it whole), unless it is already this long.
@@ -148,7 +150,7 @@ def body_damage(body: bytes, kind: str, counted: bytes | None = None, empty_ok: 
         if numbers and not module:
             return LLVM_MIXED  # a function dump defines no metadata: a module's tail ran into it
         return None
-    if not body.startswith((b"#", b"module")):
+    if not body.startswith((b"#", b"module", b'"builtin.module"')):
         return BAD_START  # an MLIR module dump opens with its aliases or the module itself
     found = _MODULE_OR_LOC.findall(text)  # one pass for both: (b"m", b"") or (b"", alias number)
     modules = sum(1 for module, _ in found if module)

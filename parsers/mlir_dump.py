@@ -3,6 +3,9 @@
 Old form:  // -----// IR Dump Before Inliner (inline) ('builtin.module' operation) //----- //
 New form:  // -----// IR Dump Before InlinerPass: inline{opts} ('builtin.module' operation) //----- //
 Pipeliner: // -----// SoftwarePipeliner internal IR Dump After: LowerLoops
+A pass in an anonymous namespace, without a registered argument (Triton 3.8):
+           // -----// IR Dump Before (anonymous namespace)::VerifyWarpSpecializationPartitions:
+           unknown<(anonymous namespace)::VerifyWarpSpecializationPartitions> ('builtin.module' operation) //----- //
 """
 
 from __future__ import annotations
@@ -20,6 +23,11 @@ _PASS_HEADER = re.compile(
 _INTERNAL_HEADER = re.compile(r"^// -----// (\S+) internal IR Dump (Before|After):? ?(.*?)\s*$")
 _OLD_DESC = re.compile(r"^(.*?) \(([^()]*)\)$")  # "Inliner (inline)"
 _NEW_DESC = re.compile(r"^(.*?): ([\w.\-]+)(\{.*\})?\s*$")  # "InlinerPass: inline{...}"
+# MLIR names a pass without an argument "unknown<its C++ type name>"; the type name may carry
+# namespaces, "(anonymous namespace)::" among them: "NS::Name: unknown<NS::Name>". Such a pass gets
+# the bare type name and no argument (it has none to show).
+_UNKNOWN_ARG_DESC = re.compile(r"^(?P<name>.*?): (?P<arg>unknown<.*>)\s*$")
+_NAMESPACES = re.compile(r"^(?:(?:\(anonymous namespace\)|[\w]+)::)+")
 
 
 def parse_pass_description(desc: str) -> tuple[str, str | None, str | None, bool]:
@@ -31,6 +39,9 @@ def parse_pass_description(desc: str) -> tuple[str, str | None, str | None, bool
     match = _NEW_DESC.match(desc)
     if match:
         return match.group(1), match.group(2), match.group(3), failed
+    match = _UNKNOWN_ARG_DESC.match(desc)
+    if match:
+        return _NAMESPACES.sub("", match["name"]) or match["name"], None, None, failed
     match = _OLD_DESC.match(desc)
     if match:
         return match.group(1), match.group(2), None, failed
