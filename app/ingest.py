@@ -36,8 +36,9 @@ from parsers import cache, registry
 from parsers.compilations import CompilationGrouper, CompilationRecord
 from parsers.diagnostics import Diagnostic as ParsedDiagnostic
 from parsers.diagnostics import LogLines, parse_gap
-from parsers.log import scan_log
+from parsers.log import NO_MODULE, body_damage, scan_log
 from parsers.records import CutLine, Dump, GapBlock, UnknownBanner
+from parsers.reproducer import Reproducer, find_reproducer
 from parsers.sources import InputFile, InputLimitExceeded, Limits, SourceWalker
 from parsers.timing import TimingReport
 
@@ -105,6 +106,7 @@ class LogResult:
     grouper: CompilationGrouper = field(default_factory=CompilationGrouper)
     diagnostics: list[tuple[ParsedDiagnostic, int]] = field(default_factory=list)  # (diag, compilations before it)
     timings: list[tuple[TimingReport, CompilationRecord | None]] = field(default_factory=list)
+    reproducer: Reproducer | None = None  # MLIR's reproducer in the gap text since the last dump
 
 
 class _LogText:
@@ -295,6 +297,7 @@ class Ingest:
                     text.add("\n")  # the blank line between two dumps: nothing to parse
                     return
                 text.add("".join(line + "\n" for _, line in record.lines))
+                result.reproducer = find_reproducer(record.lines) or result.reproducer
                 for parsed in parse_gap(record.lines):
                     self._add_gap_record(result, parsed)
                 replaced += sum(1 for _, line in record.lines if "\ufffd" in line)
@@ -332,14 +335,33 @@ class Ingest:
         return blob, self.bytes_read - start
 
     def _add_dump(self, result: LogResult, dump: Dump, path: str, digest: str | None = None) -> None:
+        reproducer, result.reproducer = result.reproducer, None  # it belongs to the next dump only
+        if dump.header.failed and dump.damage == NO_MODULE and reproducer is not None:
+            dump = self._reproducer_dump(dump, reproducer, path)
+            digest = None
         digest = self.blobs.put(dump.body, digest)
         if dump.damage:
             self.run.damaged += 1
             self._problem("damaged-dump", dump.damage, path=path, line=dump.line, header=dump.header.raw, blob=digest)
             if dump.truncated:
                 result.grouper.mark_truncated("the log ends inside its last dump")
+            if dump.header.failed:
+                result.grouper.mark_current_failed(dump.header)
             return
         result.grouper.add(dump, digest)
+
+    def _reproducer_dump(self, dump: Dump, reproducer: Reproducer, path: str) -> Dump:
+        """The failed pass's dump printed no module (only aliases and #loc lines): the module MLIR's
+        reproducer printed just before it is the IR at the failure. It stands in for the dump's
+        body under the dump's banner; the dump's own text is kept with a note."""
+        self._problem(
+            "warning",
+            f"the dump after the failed pass {dump.header.pass_name} holds no module: its snapshot is the "
+            f"module of MLIR's reproducer printed before it (log lines {reproducer.first_line}-{reproducer.last_line})",
+            path=path, line=dump.line, header=dump.header.raw, blob=self.blobs.put(dump.body),
+        )
+        body = reproducer.text.encode("utf-8")
+        return Dump(dump.header, body, dump.line, body_damage(body, "mlir"), dump.truncated)
 
     def _add_gap_record(self, result: LogResult, parsed) -> None:
         if isinstance(parsed, LogLines):
@@ -411,6 +433,7 @@ class Ingest:
                 triton_version=metadata.triton_version if metadata else None,
                 status=record.status,
                 status_reason=record.status_reason,
+                failed_pass=record.failed_pass,
                 num_warps=metadata.num_warps if metadata else None,
                 num_stages=metadata.num_stages if metadata else None,
                 num_ctas=metadata.num_ctas if metadata else None,

@@ -2,9 +2,11 @@
 
 - cache and kernel-dump folders to the compilations whose dumps they match (by the cached .ttgir's
   hash among the compilation's snapshots, then .ttir, then an unambiguous kernel name);
-- error diagnostics to the compilation they belong to, or to a new `failed` compilation of their
-  kernel: the function around an MLIR error's source line in an uploaded source, the `def NAME(`
-  of a CompilationError's excerpt, or a traceback's frame inside a jit function;
+- error diagnostics to the compilation they belong to (the one in progress when it failed: a pass
+  failed, LLVM's code generation gave up, or it failed before any dump), or to a new `failed`
+  compilation of their kernel: the function around an MLIR error's source line (its outermost
+  caller's) in an uploaded source, the `def NAME(` of a CompilationError's excerpt, or a
+  traceback's frame inside a jit function;
 - timing reports to the compilation that printed them.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 import ast
 import functools
 import posixpath
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -180,15 +183,27 @@ def kernel_for_location(
     return _enclosing_function(sources[path], line, jit_only=jit_only) if path else None
 
 
+# MLIR's call stack under an error in an inlined helper: one note per caller, outermost last.
+_CALLED_FROM = re.compile(r"^(?P<file>.+?):(?P<line>\d+):\d+: note: called from\s*$")
+
+
 def kernel_of_diagnostic(diag: Diagnostic, sources: dict[str, str]) -> str | None:
     """The kernel a diagnostic is about.
 
-    mlir: the function around its file:line in an uploaded source. compilation_error: the `def NAME(`
-    of its source excerpt. Otherwise (a traceback, or an excerpt that starts below the def line): the
-    first frame, in printed order, that lies in a jit function of an uploaded source; a traceback
-    prints the outermost first, so that is the kernel launched, not a helper it calls."""
+    mlir: the function around the outermost "called from" note's file:line in an uploaded source, else
+    around its own (an error inside a helper names the kernel that called it, not the helper).
+    compilation_error: the `def NAME(` of its source excerpt. Otherwise (a traceback, or an excerpt
+    that starts below the def line): the first frame, in printed order, that lies in a jit function
+    of an uploaded source; a traceback prints the outermost first, so that is the kernel launched,
+    not a helper it calls. An LLVM fatal error names no kernel."""
     if diag.kind == "mlir":
+        for note in reversed(diag.notes):
+            match = _CALLED_FROM.match(note)
+            if match:
+                return kernel_for_location(match["file"], int(match["line"]), sources)
         return kernel_for_location(diag.file, diag.line, sources)
+    if diag.kind == "llvm":
+        return None
     if diag.kernel:
         return diag.kernel
     for file, line in diag.frames:
@@ -203,21 +218,35 @@ def _fails_after(compilation: CompilationRecord, line: int) -> bool:
 
 
 def _same_failure(
-    preceding: CompilationRecord | None, kernel: str, python_owners: set[int]
+    preceding: CompilationRecord | None, kernel: str | None, diag: Diagnostic, python_owners: set[int]
 ) -> CompilationRecord | None:
-    """The compilation a Python-side error (a traceback or a CompilationError) of `kernel` belongs to
-    among those already known, if any.
+    """The compilation an error printed after the compilations before it belongs to, among those
+    already known, if any. A failing compile prints its MLIR errors, then Python's error ends it, so
+    the compilation before the error is the failing one while it holds no Python error yet and:
+
+    - it failed without dumps, made just before by an earlier diagnostic: the MLIR errors that follow
+      are the same failure's, whatever function they point into (a helper's line, with no call stack:
+      AMD's layout checks), and so is a Python error of the same kernel or of none;
+    - a pass of it failed ("IR Dump After X Failed"): the Python error that follows, of the same
+      kernel or of none, is the one that ended it;
+    - it has dumps and the error is LLVM's fatal one: code generation, after the MLIR passes, gave up
+      (the process aborts, so no Python error follows).
 
     Triton raises a CompilationError while it turns the function into TTIR, before any pass dump
-    (tests/fixtures/recompile_add_kernel_triton39.log.gz: add_kernel compiled, then compiled again with
-    BLOCK_SIZE=1000), so no compilation with dumps can be the failing one, however near: the error
-    is a compilation of its own. Only a failed compilation without dumps made just before it by an
-    earlier diagnostic (an MLIR error printed while the same call failed) and not yet holding a
-    Python error is the same failure."""
-    if (
-        preceding is not None and preceding.kernel == kernel and not preceding.snapshots
-        and preceding.status == "failed" and id(preceding) not in python_owners
-    ):
+    (tests/fixtures/recompile_add_kernel_triton39.log.gz: add_kernel compiled, then compiled again
+    with BLOCK_SIZE=1000), so a compilation that ran to its end is never the failing one: the error
+    is a compilation of its own."""
+    if preceding is None or id(preceding) in python_owners:
+        return None
+    python_error = diag.kind in ("traceback", "compilation_error")
+    same_kernel = kernel is None or kernel == preceding.kernel
+    if not preceding.snapshots and preceding.status == "failed":
+        if diag.kind == "mlir" or (python_error and same_kernel):
+            return preceding
+    elif preceding.failed_pass is not None:
+        if python_error and same_kernel:
+            return preceding
+    elif diag.kind == "llvm" and preceding.snapshots:
         return preceding
     return None
 
@@ -242,8 +271,8 @@ def resolve_diagnostics(
         # the same kernel (the same function compiled again with other constants).
         if preceding is not None and _fails_after(preceding, diag.first_line):
             owner = preceding
-        elif kernel and is_error and diag.kind != "mlir":
-            owner = _same_failure(preceding, kernel, python_owners)
+        elif is_error:
+            owner = _same_failure(preceding, kernel, diag, python_owners)
         if owner is None and kernel and is_error:
             owner = CompilationRecord(kernel, 0, status="failed")
             compilations.insert(position, owner)
@@ -251,11 +280,17 @@ def resolve_diagnostics(
         elif owner is None and kernel and preceding is not None and preceding.kernel == kernel:
             owner = preceding
         if owner is not None and is_error:
+            # The first error of a compile that had not failed yet says why (over "the log starts
+            # in the middle of this compilation", say); a failed one keeps its first reason.
+            if owner.status != "failed" or not owner.status_reason:
+                owner.status_reason = diag.message
             owner.status = "failed"
-            owner.status_reason = owner.status_reason or diag.message
-            if diag.kind != "mlir":
+            if diag.kind in ("traceback", "compilation_error"):
                 python_owners.add(id(owner))
         owned.append((diag, owner))
+    for compilation in compilations:
+        if compilation.failed_pass is not None and not compilation.status_reason:
+            compilation.status_reason = f"pass {compilation.failed_pass} failed"
     return compilations, owned
 
 

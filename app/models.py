@@ -74,6 +74,8 @@ class Compilation(Base):
     triton_version: Mapped[str | None] = mapped_column(String(50))
     status: Mapped[str] = mapped_column(String(16), default="ok")
     status_reason: Mapped[str | None] = mapped_column(Text)
+    # The pass whose "IR Dump After X Failed" ended a failed compile (its last snapshot is that IR).
+    failed_pass: Mapped[str | None] = mapped_column(String(500))
     num_warps: Mapped[int | None] = mapped_column(Integer)
     num_stages: Mapped[int | None] = mapped_column(Integer)
     num_ctas: Mapped[int | None] = mapped_column(Integer)

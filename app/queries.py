@@ -52,6 +52,7 @@ def compilation_summary(compilation: Compilation, urls: Urls) -> dict:
         "triton_version": compilation.triton_version,
         "status": compilation.status,
         "status_reason": compilation.status_reason,
+        "failed_pass": compilation.failed_pass,
         "snapshots": {kind: counts.get(kind, 0) for kind in ("mlir", "internal", "llvm")},
         "changed": compilation.changed,
         "artifacts": _artifact_kinds(compilation),

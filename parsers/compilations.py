@@ -222,6 +222,7 @@ class CompilationRecord:
     target: str | None = None
     status: str = "ok"  # "ok" | "failed" | "partial"
     status_reason: str | None = None
+    failed_pass: str | None = None  # the pass of the "IR Dump After X Failed" that ended it
     stage: str = "ttir"
     gluon: bool = False
 
@@ -291,10 +292,21 @@ class CompilationGrouper:
         if compilation.target is None and header.kind == "mlir" and compilation.stage != "ttir":
             compilation.target = target_of(dump.body)
         if dump.header.failed:
-            compilation.status = "failed"
-            compilation.status_reason = f"pass {header.pass_name} failed"
+            self.mark_failed(compilation, header)
         self._advance_stage(compilation, header)
         return compilation
+
+    @staticmethod
+    def mark_failed(compilation: CompilationRecord | None, header: DumpHeader) -> None:
+        """A pass of `compilation` failed. The reason is left to its error diagnostics (linking fills
+        in "pass X failed" where none came)."""
+        if compilation is not None:
+            compilation.status = "failed"
+            compilation.failed_pass = compilation.failed_pass or header.pass_name
+
+    def mark_current_failed(self, header: DumpHeader) -> None:
+        """The failed pass's dump could not be kept: the compilation in progress failed all the same."""
+        self.mark_failed(self._current, header)
 
     def _record(self, compilation: CompilationRecord | None, dump: Dump, blob: str) -> SnapshotRecord:
         snapshots = compilation.snapshots if compilation else None
