@@ -219,3 +219,41 @@ def test_the_reproducer_before_a_failed_dump_is_a_whole_module():
     assert "ttng.clc_try_cancel" in reproducer.text
     assert body_damage(reproducer.text.encode(), "mlir") is None
     assert reproducer.last_line < records[failed].line
+
+
+def test_a_failed_dump_without_a_module_takes_the_reproducer(tmp_path):
+    """When the "IR Dump After X Failed" body holds only aliases and #loc lines (as reported for
+    Triton 3.8), the reproducer's module printed before it is the IR at the failure. The real failed
+    dump is cut down to those lines here, the rest of the log as captured."""
+    from app.db import Database
+
+    lines = gzip.decompress(NVIDIA_38.read_bytes()).decode().split("\n")
+    banner = next(i for i, line in enumerate(lines) if " Failed: " in line and line.startswith("// -----// "))
+    end = lines.index("", banner)
+    kept = [line for line in lines[banner + 1 : end] if line.startswith("#")]
+    assert len(kept) < end - banner - 1  # the generic-form module is gone
+    log = tmp_path / "failed_dump_without_module.log"
+    log.write_text("\n".join(lines[: banner + 1] + kept + lines[end:]))
+    database = Database(fresh_db_url(tmp_path))
+    try:
+        run = ingest_paths(database, [log, KERNELS])
+        clc = _by_target(run)[("work_stealing_kernel", "cuda:90")]
+        with database.session() as session:
+            from sqlalchemy import select
+
+            from app import render
+            from app.models import Compilation, Snapshot
+
+            last = session.scalars(
+                select(Snapshot).join(Compilation).where(Compilation.run_id == run["run"], Compilation.ordinal == clc["id"])
+                .order_by(Snapshot.index.desc())
+            ).first()
+            body = render.blob_reader.text(session, last.blob)
+    finally:
+        database.dispose()
+    assert (last.pass_name, last.failed) == ("ConvertTritonGPUToLLVM", True)
+    assert body.startswith("#shared = ") and "ttng.clc_try_cancel" in body and body.endswith("#-}")
+    assert (clc["status"], clc["failed_pass"], clc["snapshots"]["mlir"]) == ("failed", "ConvertTritonGPUToLLVM", 20)
+    assert run["damaged"] == 0
+    [note] = [w for w in run["warnings"] if "reproducer" in w["message"]]
+    assert "holds no module" in note["message"]
