@@ -257,3 +257,24 @@ def test_a_failed_dump_without_a_module_takes_the_reproducer(tmp_path):
     assert run["damaged"] == 0
     [note] = [w for w in run["warnings"] if "reproducer" in w["message"]]
     assert "holds no module" in note["message"]
+
+
+def test_llvm_error_right_under_an_llvm_dump_ends_that_dump(tmp_path):
+    """With LLVM_IR_ENABLE_DUMP=1 the fatal error follows the last LLVM dump's closing brace directly:
+    the dump stays whole, and the error is the compilation's."""
+    from app.db import Database
+
+    fixture = FIXTURES / "triton38_llvm_error_with_llvm_dumps.log.gz"
+    database = Database(fresh_db_url(tmp_path))
+    try:
+        run = ingest_paths(database, [_unzipped(fixture, tmp_path)])
+    finally:
+        database.dispose()
+    [compilation] = run["compilations"]
+    assert compilation["snapshots"] == {"mlir": 30, "internal": 0, "llvm": 157}
+    assert run["damaged"] == 0
+    assert compilation["status"] == "failed"
+    assert compilation["status_reason"] == "LLVM ERROR: Cannot select: intrinsic %llvm.nvvm.tcgen05.wait.ld"
+    with gzip.open(fixture, "rt", encoding="utf-8") as log:
+        banners = sum(1 for line in log if "IR Dump " in line and line.startswith(("// -----// ", "; *** ", "*** ")))
+    assert banners == 187
