@@ -128,8 +128,8 @@ def read_trace(stream: BinaryIO) -> Iterator[TraceRecord]:
         if not line:
             break
         number += 1
-        if len(line) > MAX_RECORD and not line.endswith(b"\n"):
-            dropped = _skip_line(reader)
+        if len(line.rstrip(b"\r\n")) > MAX_RECORD:
+            dropped = 0 if line.endswith(b"\n") else _skip_line(reader)
             yield TraceProblem(number, f"a record of {(len(line) + dropped) / 1e6:.0f} MB, more than irlens reads "
                                        f"({MAX_RECORD >> 20} MiB): skipped")
             continue
