@@ -21,19 +21,19 @@ from sqlalchemy.orm import Session
 
 from app.blobs import BlobWriter, insert_rows, sha256
 from app.linking import CacheFolder, attach_timings, link_caches, resolve_diagnostics
-from app.traces import TraceCollector
 from app.models import (
     Artifact,
     Compilation,
     Diagnostic,
     InputRecord,
+    Launch,
     Problem,
     Run,
     Snapshot,
-    Launch,
     Source,
     Timing,
 )
+from app.traces import TraceCollector
 from parsers import cache, registry
 from parsers.compilations import CompilationGrouper, CompilationRecord
 from parsers.diagnostics import Diagnostic as ParsedDiagnostic

@@ -59,6 +59,11 @@ FORMATS: list[InputFormat] = [
         tritonparse.is_trace,
     ),
     InputFormat(
+        "ignored",
+        "Not read: tritonparse's list of parsed files (log_file_list.json), its CLP-compressed traces (.clp)",
+        lambda path, head: posixpath.basename(path) == "log_file_list.json" or path.endswith(".clp"),
+    ),
+    InputFormat(
         "cache-group", "Triton cache group file (__grp__NAME.json)", lambda path, head: cache.is_group_file(path)
     ),
     InputFormat(

@@ -333,7 +333,7 @@ def constexpr_names(compilation: TraceCompilation, launch: TraceLaunch | None) -
 def _def_arguments(source: PythonSource | None) -> list[str]:
     if source is None:
         return []
-    match = re.search(r"^\s*def\s+\w+\s*\((.*?)\)\s*(->[^:]*)?:", source.code, re.S | re.M)
+    match = re.search(r"^\s*def\s+\w+\s*\((.*?)\)\s*(->[^:]*)?:", source.code, re.DOTALL | re.MULTILINE)
     if not match:
         return []
     names = []

@@ -14,7 +14,6 @@ import io
 import json
 import tarfile
 from collections import Counter
-from pathlib import Path
 
 import pytest
 import zstandard
