@@ -33,6 +33,8 @@ from parsers.tritonparse import (
 
 MAX_LAUNCHES_PER_KERNEL = 1000  # launch rows kept per compilation; the rest are counted
 MAX_LAUNCHES = 100_000  # launch rows kept per upload
+MAX_SOURCE_LINE = 100_000  # a traced Python line numbered beyond this is not laid out as a source
+MAX_PATH = 1000  # the path columns' width
 _MATCHED_KINDS = ("ttir", "ttgir", "glir", "source")
 _LAUNCH_CONFIG = ("num_warps", "num_stages", "num_ctas", "maxnreg", "shared")
 FAKE_REASON = ("tritonparse saw only launches of this kernel (it was compiled, or loaded from Triton's "
@@ -40,15 +42,28 @@ FAKE_REASON = ("tritonparse saw only launches of this kernel (it was compiled, o
 
 
 @dataclass
-class _Traced:
-    """One compilation of a trace, its texts already stored: only digests and metadata are held."""
+class _LaunchRow:
+    """What a launch row keeps of its event (the kernel's whole metadata stays with the compilation)."""
 
-    trace: str
+    line: int
+    grid: list | None
+    arguments: dict
+    config: dict
+    benchmark: bool
+
+
+@dataclass
+class _Traced:
+    """One compilation of a trace, its texts already stored: only digests, metadata and launch rows
+    are held."""
+
     event: TraceCompilation
     folder: CacheFolder
-    launches: list[TraceLaunch] = field(default_factory=list)
+    launches: list[_LaunchRow] = field(default_factory=list)
     launch_count: int = 0
     benchmark_count: int = 0
+    session: str | None = None  # the autotune session of its compile or of its launches
+    argument_names: list[str] = field(default_factory=list)  # from its first launch, in signature order
 
 
 class TraceCollector:
@@ -57,7 +72,6 @@ class TraceCollector:
         self.problem = problem
         self.by_hash: dict[str, _Traced] = {}
         self.unhashed: list[_Traced] = []
-        self.orphan_launches: dict[str, list[TraceLaunch]] = {}  # hash -> launches before their compilation
         self.autotunes: list[TraceAutotune] = []
         self.winners: dict[str, set[str]] = {}  # autotune session -> hashes the program itself launched
         self.fragments: dict[str, dict[int, str]] = {}  # Python path -> line number -> text
@@ -98,55 +112,72 @@ class TraceCollector:
         known = self.by_hash.get(event.hash) if event.hash else None
         if known is not None and not (known.event.fake and not event.fake):
             return False
-        folder = CacheFolder(f"{path}#{(event.hash or str(event.line))[:16]}", origin="trace")
+        folder = CacheFolder(_clip(f"{path}#{(event.hash or str(event.line))[:16]}"), origin="trace")
         for stage in event.stages:
             data = stage.text.encode("utf-8", "surrogatepass")
             digest = sha256(data)
             blob = self.blobs.put(data, digest)
             match = sha256(data.rstrip(b"\r\n")) if stage.kind in _MATCHED_KINDS else None
-            folder.add(stage.kind, stage.path or stage.name, len(data), digest, blob, match)
+            folder.add(stage.kind, _clip(stage.path or stage.name), len(data), digest, blob, match)
         source = event.python_source
         if source is not None:
             data = source.code.encode("utf-8", "surrogatepass")
             digest = sha256(data)
-            folder.add("python", source.path or f"{event.kernel}.py", len(data), digest, self.blobs.put(data, digest), None)
-            if source.path:
-                lines = self.fragments.setdefault(source.path, {})
+            name = _clip(source.path or f"{event.kernel}.py")
+            folder.add("python", name, len(data), digest, self.blobs.put(data, digest), None)
+            if source.path and source.start_line <= MAX_SOURCE_LINE:
+                lines = self.fragments.setdefault(_clip(source.path), {})
                 for offset, text in enumerate(source.code.splitlines()):
                     lines.setdefault(source.start_line + offset, text)
-        metadata, problems = cache.read_metadata(json.dumps(event.metadata).encode())
-        for problem in problems:
-            if not problem.startswith("a .json file that is not"):
-                self.problem("warning", f"tritonparse trace: {problem}", path=path, line=event.line)
-        if metadata is not None:
-            metadata.raw = dict(event.metadata)
-        folder.metadata = metadata
-        traced = _Traced(path, event, folder)
-        if known is not None:  # a real compilation replaces the one inferred from a launch
+        folder.metadata = self._metadata(event.metadata, path, event.line)
+        traced = _Traced(event, folder, session=event.autotune_session)
+        if known is not None:  # a real compilation replaces the one inferred from its launches
             traced.launches, traced.launch_count = known.launches, known.launch_count
-            traced.benchmark_count = known.benchmark_count
+            traced.benchmark_count, traced.argument_names = known.benchmark_count, known.argument_names
+            traced.session = traced.session or known.session
         if event.hash:
             self.by_hash[event.hash] = traced
-            for launch in self.orphan_launches.pop(event.hash, []):
-                self._keep_launch(traced, launch)
         else:
             self.unhashed.append(traced)
         return True
+
+    def _metadata(self, raw: dict, path: str | None, line: int) -> cache.KernelMetadata | None:
+        metadata, problems = cache.read_metadata(json.dumps(raw).encode())
+        for problem in problems:
+            if path is not None and not problem.startswith("a .json file that is not"):
+                self.problem("warning", f"tritonparse trace: {problem}", path=path, line=line)
+        if metadata is not None:
+            metadata.raw = dict(raw)
+            # the columns these fill are this wide; a longer value is not a real kernel's
+            metadata.name = metadata.name[:500] if metadata.name else None
+            metadata.target = metadata.target[:100] if metadata.target else None
+            metadata.triton_version = metadata.triton_version[:50] if metadata.triton_version else None
+        return metadata
 
     def _add_launch(self, launch: TraceLaunch) -> None:
         if launch.autotune_session and not launch.benchmark and launch.hash:
             self.winners.setdefault(launch.autotune_session, set()).add(launch.hash)
         traced = self.by_hash.get(launch.hash) if launch.hash else None
         if traced is None:
-            self.orphan_launches.setdefault(launch.hash or "", []).append(launch)
-            return
-        self._keep_launch(traced, launch)
-
-    def _keep_launch(self, traced: _Traced, launch: TraceLaunch) -> None:
+            # No compilation event (yet) for its kernel: one inferred from the launch, as tritonparse
+            # does, which a compilation event later in the trace replaces.
+            event = TraceCompilation(launch.line, launch.kernel, launch.hash, dict(launch.metadata), [], None,
+                                     None, fake=True)
+            folder = CacheFolder(f"launches#{(launch.hash or '')[:16]}", origin="trace")
+            folder.metadata = self._metadata(launch.metadata, None, launch.line)
+            traced = _Traced(event, folder)
+            if launch.hash:
+                self.by_hash[launch.hash] = traced
+            else:
+                self.unhashed.append(traced)
         traced.launch_count += 1
         traced.benchmark_count += launch.benchmark
+        traced.session = traced.session or launch.autotune_session
+        if not traced.argument_names:
+            traced.argument_names = list(launch.arguments)
         if len(traced.launches) < MAX_LAUNCHES_PER_KERNEL and self.kept_launches < MAX_LAUNCHES:
-            traced.launches.append(launch)
+            config = {k: launch.metadata[k] for k in _LAUNCH_CONFIG if k in launch.metadata}
+            traced.launches.append(_LaunchRow(launch.line, launch.grid, launch.arguments, config, launch.benchmark))
             self.kept_launches += 1
         else:
             self.dropped_launches += 1
@@ -157,7 +188,6 @@ class TraceCollector:
         hash, if any). Returns the compilations no folder stands for (inferred from launches alone,
         or from launches with no compilation event) and the Python sources the traces hold, as
         {path: text} with the lines they did not hold left blank, so that loc() line numbers land."""
-        self._fake_from_orphans()
         cached = {folder.metadata.hash: folder for folder in folders.values()
                   if folder.metadata is not None and folder.metadata.hash and folder.origin != "trace"}
         made: list[tuple[CompilationRecord, CacheFolder]] = []
@@ -182,33 +212,12 @@ class TraceCollector:
         if self.dropped_launches:
             self.problem("warning", f"{self.dropped_launches} traced launches not stored (irlens keeps "
                          f"{MAX_LAUNCHES_PER_KERNEL} per compilation, {MAX_LAUNCHES} per upload); they are counted")
-        sources = {path: "\n".join(lines.get(number, "") for number in range(1, max(lines) + 1)) + "\n"
+        sources = {path: "\n".join(lines.get(number, "") for number in range(1, min(max(lines), MAX_SOURCE_LINE) + 1)) + "\n"
                    for path, lines in self.fragments.items() if lines}
         return made, sources
 
     def _all(self) -> list[_Traced]:
         return list(self.by_hash.values()) + self.unhashed
-
-    def _fake_from_orphans(self) -> None:
-        """Launches whose kernel hash no compilation event has: one compilation per hash, as
-        tritonparse infers them, with the launch's metadata and no IR."""
-        for digest, launches in self.orphan_launches.items():
-            first = launches[0]
-            event = TraceCompilation(first.line, first.kernel, digest or None, dict(first.metadata), [], None,
-                                     None, fake=True)
-            folder = CacheFolder(f"launches#{digest[:16]}", origin="trace")
-            metadata, _ = cache.read_metadata(json.dumps(first.metadata).encode())
-            if metadata is not None:
-                metadata.raw = dict(first.metadata)
-            folder.metadata = metadata
-            traced = _Traced("", event, folder)
-            for launch in launches:
-                self._keep_launch(traced, launch)
-            if digest:
-                self.by_hash[digest] = traced
-            else:
-                self.unhashed.append(traced)
-        self.orphan_launches = {}
 
     def _describe(self, traced: _Traced) -> None:
         """The config a compilation was made with and, in an autotuning call, how it fared."""
@@ -216,10 +225,10 @@ class TraceCollector:
         if metadata is None:
             return
         event = traced.event
-        config = kernel_config(event, traced.launches[0] if traced.launches else None)
+        config = kernel_config(event, traced.argument_names)
         metadata.raw["config"] = config
         metadata.raw["launches"] = traced.launch_count
-        session = event.autotune_session or next((l.autotune_session for l in traced.launches), None)
+        session = traced.session
         if session is None:
             return
         autotune: dict[str, Any] = {
@@ -261,8 +270,11 @@ class TraceCollector:
                 for index, launch in enumerate(traced.launches):
                     rows.append({
                         "compilation_pk": pk, "index": index, "line": launch.line, "grid": launch.grid,
-                        "arguments": launch.arguments,
-                        "config": {k: launch.metadata[k] for k in _LAUNCH_CONFIG if k in launch.metadata},
-                        "benchmark": launch.benchmark,
+                        "arguments": launch.arguments, "config": launch.config, "benchmark": launch.benchmark,
                     })
         return rows
+
+
+def _clip(path: str) -> str:
+    """A path for a 1000-character column: its tail, which names the file."""
+    return path if len(path) <= MAX_PATH else "…" + path[-(MAX_PATH - 1):]

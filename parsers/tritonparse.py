@@ -311,14 +311,15 @@ def _finite(value: Any) -> Any:
 _CONFIG_FIELDS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
 
-def constexpr_names(compilation: TraceCompilation, launch: TraceLaunch | None) -> dict[str, Any]:
+def constexpr_names(compilation: TraceCompilation, argument_names: list[str]) -> dict[str, Any]:
     """The kernel's constexpr values by name. metadata.src_constants keys them by argument position
-    ("(5,)"); a launch's extracted_args (every argument, in signature order) or the def line of the
-    traced Python source names the positions. Positions no name was found for keep their key."""
+    ("(5,)"); a launch's extracted_args (every argument, in signature order: `argument_names`) or the
+    def line of the traced Python source names the positions. Positions no name was found for keep
+    their key."""
     constants = compilation.metadata.get("src_constants")
     if not isinstance(constants, dict):
         return {}
-    names = list(launch.arguments) if launch and launch.arguments else _def_arguments(compilation.python_source)
+    names = argument_names or _def_arguments(compilation.python_source)
     named: dict[str, Any] = {}
     for key, value in constants.items():
         match = re.fullmatch(r"\((\d+),\)", str(key))
@@ -344,9 +345,9 @@ def _def_arguments(source: PythonSource | None) -> list[str]:
     return names
 
 
-def kernel_config(compilation: TraceCompilation, launch: TraceLaunch | None) -> dict[str, Any]:
+def kernel_config(compilation: TraceCompilation, argument_names: list[str]) -> dict[str, Any]:
     """What an autotune Config sets: the constexprs, then num_warps, num_stages, num_ctas, maxnreg."""
-    config = dict(constexpr_names(compilation, launch))
+    config = dict(constexpr_names(compilation, argument_names))
     for name in _CONFIG_FIELDS:
         if name in compilation.metadata:
             config[name] = compilation.metadata[name]
