@@ -10,6 +10,7 @@ expectations are read from the trace files here, independently of the parser und
 from __future__ import annotations
 
 import gzip
+import html
 import io
 import json
 import tarfile
@@ -294,3 +295,37 @@ def test_the_zstd_trace_is_frames_and_the_gzip_trace_is_members():
     gz = (TRACES / "launches_h100_triton36_gzip.bin.ndjson").read_bytes()
     assert zst.count(b"\x28\xb5\x2f\xfd") >= len(trace_events(zst))
     assert gz.count(b"\x1f\x8b\x08") >= len(trace_events(gz))
+
+
+def test_hostile_strings_in_a_trace_reach_the_pages_escaped(tmp_path):
+    """Payloads planted in the real H100 trace where its strings reach a page: kernel name, argument
+    names and values, stage file names, the Python source's path and text. No page lets one run;
+    each is shown as text."""
+    from tests import hostile_capture as hostile
+    from tests.test_hostile_strings import crawl
+
+    events = trace_events(H100.read_bytes())
+    kernel = "axpy" + hostile.IMG.replace(" ", "_")
+    for event in events:
+        if event["event_type"] == "compilation" and event["payload"]["metadata"]["name"] == "axpy_kernel":
+            payload = event["payload"]
+            payload["metadata"]["name"] = kernel
+            payload["file_content"] = {f"{hostile.ATTRIBUTE}{name}": text for name, text in payload["file_content"].items()}
+            payload["python_source"]["file_path"] = f"/src/{hostile.SCRIPT}/k.py"
+            payload["python_source"]["code"] += f"# {hostile.TEXTAREA}\n"
+        if event["event_type"] == "launch" and event["name"] == "axpy_kernel":
+            event["name"] = kernel
+            event["extracted_args"][hostile.SCRIPT] = {"type": "str", "value": hostile.JS_URL + hostile.IMG}
+    path = tmp_path / "hostile.ndjson"
+    path.write_text("".join(json.dumps(event) + "\n" for event in events))
+    settings = Settings(db_url=fresh_db_url(tmp_path), data_dir=tmp_path, load_demo=False)
+    with TestClient(create_app(settings)) as client:
+        response = client.post("/runs", files=[("file", (path.name, path.read_bytes(), "application/x-ndjson"))],
+                               headers={"Accept": "application/json"})
+        assert response.status_code == 201, response.text
+        pages = crawl(client, response.json())
+    assert len(pages) > 10
+    assert not {url: found for url, body in pages.items() if (found := hostile.audit_html(body))}
+    shown = "\n".join(html.unescape(body) for body in pages.values())
+    for payload in (kernel, hostile.SCRIPT, hostile.JS_URL + hostile.IMG, hostile.ATTRIBUTE, hostile.TEXTAREA):
+        assert payload in shown, payload
