@@ -478,11 +478,12 @@ class Ingest:
                         "analysis": entry.analysis,
                     })
         insert_rows(self.session, Snapshot.__table__, _SNAPSHOT_COLUMNS, snapshot_rows)
-        launch_rows = self.traces.launch_rows([(record, rows[id(record)].pk) for record, _ in ordered], links)
-        batches = ((Artifact, artifact_rows), (Timing, timing_rows), (Source, self.source_rows), (Launch, launch_rows))
+        batches = ((Artifact, artifact_rows), (Timing, timing_rows), (Source, self.source_rows))
         for model, batch in batches:
             if batch:
                 self.session.execute(insert(model.__table__), batch)
+        for batch in self.traces.launch_rows([(record, rows[id(record)].pk) for record, _ in ordered], links):
+            self.session.execute(insert(Launch.__table__), batch)
 
         for diag, owner, log_name in diagnostics:
             self.session.add(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -33,6 +33,7 @@ from parsers.tritonparse import (
 
 MAX_LAUNCHES_PER_KERNEL = 1000  # launch rows kept per compilation; the rest are counted
 MAX_LAUNCHES = 100_000  # launch rows kept per upload
+LAUNCH_BATCH = 5000  # launch rows per INSERT
 MAX_SOURCE_LINE = 100_000  # a traced Python line numbered beyond this is not laid out as a source
 MAX_PATH = 1000  # the path columns' width
 _MATCHED_KINDS = ("ttir", "ttgir", "glir", "source")
@@ -47,7 +48,7 @@ class _LaunchRow:
 
     line: int
     grid: list | None
-    arguments: dict
+    arguments: str  # as JSON text: a tenth of the memory of the dicts, for traces of many launches
     config: dict
     benchmark: bool
 
@@ -119,6 +120,7 @@ class TraceCollector:
             blob = self.blobs.put(data, digest)
             match = sha256(data.rstrip(b"\r\n")) if stage.kind in _MATCHED_KINDS else None
             folder.add(stage.kind, _clip(stage.path or stage.name), len(data), digest, blob, match)
+        event.stages = []  # stored: the texts are not held while the rest of the upload is read
         source = event.python_source
         if source is not None:
             data = source.code.encode("utf-8", "surrogatepass")
@@ -177,7 +179,8 @@ class TraceCollector:
             traced.argument_names = list(launch.arguments)
         if len(traced.launches) < MAX_LAUNCHES_PER_KERNEL and self.kept_launches < MAX_LAUNCHES:
             config = {k: launch.metadata[k] for k in _LAUNCH_CONFIG if k in launch.metadata}
-            traced.launches.append(_LaunchRow(launch.line, launch.grid, launch.arguments, config, launch.benchmark))
+            arguments = json.dumps(launch.arguments, separators=(",", ":"))
+            traced.launches.append(_LaunchRow(launch.line, launch.grid, arguments, config, launch.benchmark))
             self.kept_launches += 1
         else:
             self.dropped_launches += 1
@@ -257,22 +260,28 @@ class TraceCollector:
             return winner is not None and winner.event.autotune_session == session
         return result.session == session
 
-    def launch_rows(self, records: list[tuple[CompilationRecord, int]], links: Links) -> list[dict]:
-        """Launch rows for the compilation rows: (record, compilation pk) pairs, linked by kernel hash."""
-        by_hash = {hash_: traced for hash_, traced in self.by_hash.items()}
-        rows: list[dict] = []
+    def launch_rows(self, records: list[tuple[CompilationRecord, int]], links: Links) -> Iterator[list[dict]]:
+        """Launch rows for the compilation rows, (record, compilation pk) pairs linked by kernel hash,
+        in batches; each compilation's launches are let go once handed out."""
+        batch: list[dict] = []
         for record, pk in records:
             for folder in links.get_all(id(record)):
                 digest = folder.metadata.hash if folder.metadata is not None else None
-                traced = by_hash.pop(digest, None) if digest else None
+                traced = self.by_hash.get(digest) if digest else None
                 if traced is None:
                     continue
-                for index, launch in enumerate(traced.launches):
-                    rows.append({
+                launches, traced.launches = traced.launches, []
+                for index, launch in enumerate(launches):
+                    batch.append({
                         "compilation_pk": pk, "index": index, "line": launch.line, "grid": launch.grid,
-                        "arguments": launch.arguments, "config": launch.config, "benchmark": launch.benchmark,
+                        "arguments": json.loads(launch.arguments), "config": launch.config,
+                        "benchmark": launch.benchmark,
                     })
-        return rows
+                if len(batch) >= LAUNCH_BATCH:
+                    yield batch
+                    batch = []
+        if batch:
+            yield batch
 
 
 def _clip(path: str) -> str:

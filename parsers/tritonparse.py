@@ -136,7 +136,8 @@ def read_trace(stream: BinaryIO) -> Iterator[TraceRecord]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line, parse_constant=lambda name: None)
+            # NaN, Infinity and 1e999 (a failed autotune config times as inf) as None: JSON columns refuse them
+            record = json.loads(line, parse_constant=_no_constant, parse_float=_finite_float)
         except ValueError as error:
             cut = not line.endswith(b"\n")
             yield TraceProblem(number, "the trace ends inside a record (cut short): skipped" if cut
@@ -201,7 +202,7 @@ def _stage_kind(name: str) -> str:
 
 def _compilation(record: dict, line: int) -> TraceCompilation:
     payload = _dict(record.get("payload"), "payload")
-    metadata = _finite(_dict(payload.get("metadata"), "payload.metadata"))
+    metadata = _dict(payload.get("metadata"), "payload.metadata")
     contents = _dict(payload.get("file_content"), "payload.file_content")
     paths = payload.get("file_path") if isinstance(payload.get("file_path"), dict) else {}
     stages = [
@@ -233,7 +234,7 @@ def _compilation(record: dict, line: int) -> TraceCompilation:
 
 
 def _launch(record: dict, line: int) -> TraceLaunch:
-    metadata = _finite(_dict(record.get("compilation_metadata"), "compilation_metadata"))
+    metadata = _dict(record.get("compilation_metadata"), "compilation_metadata")
     grid = record.get("grid")
     stack = record.get("stack")
     launch_type = record.get("autotune_launch_type")  # parsed traces say it outright
@@ -244,7 +245,7 @@ def _launch(record: dict, line: int) -> TraceLaunch:
         grid=grid if isinstance(grid, list) else ([grid] if isinstance(grid, int) else None),
         stream=record.get("stream") if isinstance(record.get("stream"), (int, str)) else None,
         metadata=metadata,
-        arguments=_finite(_dict(record.get("extracted_args"), "extracted_args")),
+        arguments=_dict(record.get("extracted_args"), "extracted_args"),
         autotune_session=autotune_session(stack),
         benchmark=launch_type == "benchmark" or (launch_type is None and _in_benchmark(stack)),
     )
@@ -257,7 +258,7 @@ def _autotune(record: dict, line: int) -> TraceAutotune:
         kernel=_str(record.get("kernel_name")),
         session=autotune_session(record.get("stack")),
         best_config=_str(record.get("best_config")),
-        configs_timings=_finite(timings) if isinstance(timings, dict) else {},
+        configs_timings=timings if isinstance(timings, dict) else {},
     )
 
 
@@ -269,7 +270,7 @@ def _autotune_analysis(record: dict, line: int) -> TraceAutotune | None:
         kernel=_str(record.get("name")),
         session=_str(record.get("session_id")),
         best_config=_str(result.get("best_config")),
-        configs_timings=_finite(timings) if isinstance(timings, dict) else {},
+        configs_timings=timings if isinstance(timings, dict) else {},
         winner_hash=_str(record.get("winner_compilation_hash")),
     )
 
@@ -296,15 +297,13 @@ def autotune_session(stack: Any) -> str | None:
     return None
 
 
-def _finite(value: Any) -> Any:
-    """NaN and infinities (a failed autotune config times as inf) as None: JSON columns refuse them."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_finite(item) for item in value]
-    return value
+def _no_constant(name: str) -> None:
+    return None
+
+
+def _finite_float(text: str) -> float | None:
+    value = float(text)
+    return value if math.isfinite(value) else None
 
 
 # -- configs ----------------------------------------------------------------------------------------
