@@ -159,19 +159,17 @@ class TraceCollector:
     def _add_launch(self, launch: TraceLaunch) -> None:
         if launch.autotune_session and not launch.benchmark and launch.hash:
             self.winners.setdefault(launch.autotune_session, set()).add(launch.hash)
-        traced = self.by_hash.get(launch.hash) if launch.hash else None
+        key = launch.hash or f"name:{launch.kernel}"  # launches without a hash: one compilation per kernel
+        traced = self.by_hash.get(key)
         if traced is None:
             # No compilation event (yet) for its kernel: one inferred from the launch, as tritonparse
             # does, which a compilation event later in the trace replaces.
             event = TraceCompilation(launch.line, launch.kernel, launch.hash, dict(launch.metadata), [], None,
                                      None, fake=True)
-            folder = CacheFolder(f"launches#{(launch.hash or '')[:16]}", origin="trace")
+            folder = CacheFolder(_clip(f"launches#{key[:80]}"), origin="trace")
             folder.metadata = self._metadata(launch.metadata, None, launch.line)
             traced = _Traced(event, folder)
-            if launch.hash:
-                self.by_hash[launch.hash] = traced
-            else:
-                self.unhashed.append(traced)
+            self.by_hash[key] = traced
         traced.launch_count += 1
         traced.benchmark_count += launch.benchmark
         traced.session = traced.session or launch.autotune_session
@@ -263,11 +261,11 @@ class TraceCollector:
     def launch_rows(self, records: list[tuple[CompilationRecord, int]], links: Links) -> Iterator[list[dict]]:
         """Launch rows for the compilation rows, (record, compilation pk) pairs linked by kernel hash,
         in batches; each compilation's launches are let go once handed out."""
+        by_folder = {id(traced.folder): traced for traced in self._all()}
         batch: list[dict] = []
         for record, pk in records:
             for folder in links.get_all(id(record)):
-                digest = folder.metadata.hash if folder.metadata is not None else None
-                traced = self.by_hash.get(digest) if digest else None
+                traced = by_folder.get(id(folder))
                 if traced is None:
                     continue
                 launches, traced.launches = traced.launches, []

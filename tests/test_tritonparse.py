@@ -329,3 +329,15 @@ def test_hostile_strings_in_a_trace_reach_the_pages_escaped(tmp_path):
     shown = "\n".join(html.unescape(body) for body in pages.values())
     for payload in (kernel, hostile.SCRIPT, hostile.JS_URL + hostile.IMG, hostile.ATTRIBUTE, hostile.TEXTAREA):
         assert payload in shown, payload
+
+
+def test_launches_without_a_kernel_hash_make_one_compilation_per_kernel(db, tmp_path):
+    events = [e for e in trace_events(H100.read_bytes()) if e["event_type"] == "launch"]
+    for event in events:
+        del event["compilation_metadata"]["hash"]
+    path = tmp_path / "unhashed.ndjson"
+    path.write_text("".join(json.dumps(event) + "\n" for event in events))
+    compilations = stored(db, ingest_paths(db, [path])["run"])
+    per_kernel = Counter(event["name"] for event in events)
+    assert {c.kernel: len(c.launches) for c in compilations} == dict(per_kernel)
+    assert all(c.status_reason and "only launches" in c.status_reason for c in compilations)
