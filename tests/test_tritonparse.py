@@ -34,6 +34,8 @@ TRACE_FILES = [
     "launches_h100_triton36_gzip.bin.ndjson",
     "launches_h100_triton36_zstd.bin.ndjson",
     "launches_h100_triton36_mapped.ndjson.gz",
+    "launches_h100_triton36_sass.ndjson.gz",
+    "warm_cache_h100_triton36.ndjson.gz",
     "compile_only_triton39_cuda_hip.ndjson.gz",
     "compile_only_triton39_cuda_hip_mapped.ndjson.gz",
     "upstream_findhao_triton34.ndjson",
@@ -99,9 +101,9 @@ def test_a_trace_ingests_with_the_compilations_kernels_and_stage_files_tritonpar
 
 
 def test_gzip_and_zstd_bin_ndjson_hold_the_same_trace_as_the_plain_one(db):
-    """One program, three runs: the compression changes nothing irlens reads. Hashes differ per run,
-    and so may the autotuner's winner (timing noise: 4 or 6 launches of each config), but kernels,
-    stages, configs and each kernel's launches do not."""
+    """One program, three runs: the compression changes nothing irlens reads. The autotuner's winner
+    may differ per run (timing noise: 4 or 6 launches of each config), but kernels, stages, configs
+    and each kernel's launches do not."""
     def shape(name: str) -> tuple:
         compilations = stored(db, ingest_paths(db, [TRACES / name])["run"])
         launches = Counter()
@@ -112,6 +114,39 @@ def test_gzip_and_zstd_bin_ndjson_hold_the_same_trace_as_the_plain_one(db):
     plain = shape("launches_h100_triton36.ndjson.gz")
     assert shape("launches_h100_triton36_gzip.bin.ndjson") == plain
     assert shape("launches_h100_triton36_zstd.bin.ndjson") == plain
+
+
+def test_sass_in_a_trace_is_the_compilations_sass_file(db):
+    name = "launches_h100_triton36_sass.ndjson.gz"
+    events = trace_events((TRACES / name).read_bytes())
+    sass = {e["payload"]["metadata"]["hash"]: next(text for key, text in e["payload"]["file_content"].items()
+                                                   if key.endswith(".sass"))
+            for e in events if e["event_type"] == "compilation"}
+    compilations = stored(db, ingest_paths(db, [TRACES / name])["run"])
+    with db.session() as session:
+        for compilation in compilations:
+            [artifact] = [a for a in compilation.artifacts if a.kind == "sass"]
+            assert render.blob_reader.text(session, artifact.blob) == sass[compilation.metadata_json["hash"]]
+
+
+def test_two_runs_of_one_program_merge_by_kernel_hash_as_tritonparse_does(db):
+    """The warm run found every kernel in Triton's cache (cache_hit) with the same hashes as the cold
+    run: one compilation per hash, holding both runs' launches."""
+    cold, warm = H100, TRACES / "warm_cache_h100_triton36.ndjson.gz"
+    warm_events = trace_events(warm.read_bytes())
+    assert {e["payload"]["metadata"]["cache_hit"] for e in warm_events if e["event_type"] == "compilation"} == {True}
+    launches = launches_by_hash(trace_events(cold.read_bytes())) + launches_by_hash(warm_events)
+    run = ingest_paths(db, [cold, warm])
+    compilations = stored(db, run["run"])
+    assert {c.metadata_json["hash"]: len(c.launches) for c in compilations} == dict(launches)
+    assert [c.metadata_json["cache_hit"] for c in compilations] == [False] * 5  # the first event of each hash
+    notes = sorted(record["note"] for record in _inputs(db, run["run"]))
+    assert "5 compilations of a kernel hash already read (kept once)" in notes[1]
+
+
+def _inputs(database, run_id: str) -> list[dict]:
+    with database.session() as session:
+        return [{"path": r.path, "note": r.note} for r in session.query(InputRecord).filter_by(run_id=run_id)]
 
 
 def test_launches_keep_grid_arguments_and_settings_of_each_launch(db):
