@@ -19,6 +19,8 @@ from collections import Counter
 import pytest
 import zstandard
 from fastapi.testclient import TestClient
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from app import render
 from app.main import create_app
@@ -376,3 +378,30 @@ def test_launches_without_a_kernel_hash_make_one_compilation_per_kernel(db, tmp_
     per_kernel = Counter(event["name"] for event in events)
     assert {c.kernel: len(c.launches) for c in compilations} == dict(per_kernel)
     assert all(c.status_reason and "only launches" in c.status_reason for c in compilations)
+
+
+_RAW = gzip.decompress(H100.read_bytes())
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.integers(min_value=0, max_value=len(_RAW)))
+@example(_RAW.index(b"\n"))  # the first record whole, only its newline cut: still a record
+@example(_RAW.index(b"\n") - 1)
+def test_a_trace_cut_at_any_byte_keeps_exactly_its_whole_records(cut):
+    """A trace cut anywhere (a killed process, a partial copy): every record wholly before the cut is
+    read as written, a cut one is reported, nothing raises."""
+    data = _RAW[:cut]
+    records = list(tp.read_trace(io.BytesIO(data)))
+    lines = data.split(b"\n")
+    tail_is_whole = lines[-1] == _RAW.split(b"\n")[len(lines) - 1] and lines[-1] != b""
+    whole = len(lines) - 1 + tail_is_whole
+    events = [json.loads(line) for line in _RAW.splitlines()[:whole]]
+    read = [r for r in records if isinstance(r, (tp.TraceCompilation, tp.TraceLaunch))]
+    assert [r.line for r in read] == list(range(1, whole + 1))
+    assert [r.hash for r in read] == [
+        (e["payload"]["metadata"] if e["event_type"] == "compilation" else e["compilation_metadata"])["hash"]
+        for e in events
+    ]
+    problems = [r for r in records if isinstance(r, tp.TraceProblem)]
+    assert len(problems) == (1 if lines[-1] and not tail_is_whole else 0)
+    assert all("cut short" in problem.message for problem in problems)
