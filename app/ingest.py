@@ -26,12 +26,14 @@ from app.models import (
     Compilation,
     Diagnostic,
     InputRecord,
+    Launch,
     Problem,
     Run,
     Snapshot,
     Source,
     Timing,
 )
+from app.traces import TraceCollector
 from parsers import cache, registry
 from parsers.compilations import CompilationGrouper, CompilationRecord
 from parsers.diagnostics import Diagnostic as ParsedDiagnostic
@@ -50,7 +52,7 @@ _SNAPSHOT_COLUMNS = (
     "stage", "changed", "line", "size", "line_count", "blob", "header",
 )
 Progress = Callable[[str, int], None]
-_KEPT_ROLES = {"log", "source", "cache-group", "cache-stage", "cache-binary", "cache-metadata"}
+_KEPT_ROLES = {"log", "tritonparse", "source", "cache-group", "cache-stage", "cache-binary", "cache-metadata"}
 LONG_LINE = 1 << 20  # a gap line longer than this is reported: binary junk or a runaway print
 MAX_REASONS = 10  # files named in the error for an upload with nothing to ingest
 
@@ -165,6 +167,7 @@ class Ingest:
         self.source_rows: list[dict] = []
         self.problems: list[dict] = []
         self.bytes_read = 0
+        self.traces = TraceCollector(self.blobs, self._problem)
 
     # -- entry point -----------------------------------------------------------
     def ingest(self, inputs: Iterable) -> Run:
@@ -218,6 +221,10 @@ class Ingest:
                 return
             if role == "log":
                 record["log_blob"], record["size"] = self._ingest_log(input_file.path, stream)
+            elif role == "tritonparse":
+                start = self.bytes_read
+                record["note"] = self.traces.read(input_file.path, stream)
+                record["size"] = self.bytes_read - start
             elif role.startswith("cache-"):
                 record["role"], record["size"] = self._ingest_cache_file(input_file.path, role, stream)
             elif role == "source":
@@ -233,6 +240,16 @@ class Ingest:
             else:
                 record["size"], _ = self._drain(stream)
                 record["note"] = input_format.description
+
+    def _add_trace_sources(self, sources: dict[str, str]) -> None:
+        """Python sources a trace holds (the kernels' own lines; the rest blank), for paths the upload
+        did not bring as files."""
+        for path, text in sources.items():
+            if path in self.sources:
+                continue
+            data = text.encode("utf-8", "surrogatepass")
+            self.sources[path] = text
+            self.source_rows.append({"run_id": self.run.id, "path": path, "blob": self.blobs.put(data)})
 
     def _count(self, count: int) -> None:
         self.bytes_read += count
@@ -381,6 +398,8 @@ class Ingest:
         a kernel binary alone (a .cubin shows nothing but its size and hash)."""
         seen: dict[frozenset, str] = {}
         for folder in self.folders.values():
+            if folder.origin == "trace":
+                continue  # a traced compilation holds texts only, never a binary
             files = frozenset((artifact["kind"], artifact["sha256"]) for artifact in folder.files)
             if files and files in seen:
                 self._problem("warning", f"the same kernel files as {seen[files] or 'the top folder'}: "
@@ -413,7 +432,12 @@ class Ingest:
             log_compilations, log_diagnostics = resolve_diagnostics(log, self.sources)
             ordered.extend((compilation, log.name) for compilation in log_compilations)
             diagnostics.extend((diag, owner, log.name) for diag, owner in log_diagnostics)
+        traced_only, trace_sources = self.traces.finish(self.folders)
+        self._add_trace_sources(trace_sources)
         links, cache_only = link_caches([c for c, _ in ordered], self.folders)
+        for compilation, folder in traced_only:
+            links.add(compilation, folder)
+            cache_only.append(compilation)
         ordered.extend((compilation, None) for compilation in cache_only)
         timings = attach_timings(self.logs, [c for c, _ in ordered], cache_only, self._problem)
 
@@ -426,7 +450,7 @@ class Ingest:
                 run_id=run.id,
                 ordinal=ordinal,
                 kernel=record.kernel or (metadata.name if metadata else None),
-                origin="log" if record.snapshots else ("cache" if folder else "diagnostic"),
+                origin="log" if record.snapshots else (folder.origin if folder else "diagnostic"),
                 log_name=log_name,
                 first_line=record.first_line or None,
                 target=record.target or (metadata.target if metadata else None),
@@ -481,6 +505,8 @@ class Ingest:
         for model, batch in batches:
             if batch:
                 self.session.execute(insert(model.__table__), batch)
+        for batch in self.traces.launch_rows([(record, rows[id(record)].pk) for record, _ in ordered], links):
+            self.session.execute(insert(Launch.__table__), batch)
 
         for diag, owner, log_name in diagnostics:
             self.session.add(

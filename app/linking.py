@@ -40,6 +40,7 @@ class CacheFolder:
     paths: set[str] = field(default_factory=set)  # the files' paths, to spot one uploaded twice
     match_hashes: dict[str, str] = field(default_factory=dict)  # stage -> hash of its stripped text
     matched_by: str | None = None
+    origin: str = "cache"  # "trace": a tritonparse compilation event standing in for a cache folder
 
     def add(self, kind: str, path: str, size: int, sha: str, blob: str | None, match: str | None) -> None:
         self.files.append({"kind": kind, "path": path, "size": size, "sha256": sha, "blob": blob})

@@ -90,6 +90,7 @@ class Compilation(Base):
     snapshots: Mapped[list[Snapshot]] = relationship(order_by="Snapshot.index", cascade="all, delete-orphan")
     artifacts: Mapped[list[Artifact]] = relationship(order_by="Artifact.pk", cascade="all, delete-orphan")
     timings: Mapped[list[Timing]] = relationship(order_by="Timing.pk", cascade="all, delete-orphan")
+    launches: Mapped[list[Launch]] = relationship(order_by="Launch.index", cascade="all, delete-orphan")
     __table_args__ = (Index("ix_compilation_run_ordinal", "run_id", "ordinal", unique=True),)
 
 
@@ -138,6 +139,21 @@ class Timing(Base):
     wall: Mapped[float] = mapped_column(Float)
     percent: Mapped[float] = mapped_column(Float)
     analysis: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class Launch(Base):
+    """One launch of a compiled kernel, from a tritonparse trace: its grid, arguments and settings."""
+
+    __tablename__ = "launches"
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    compilation_pk: Mapped[int] = mapped_column(ForeignKey("compilations.pk", ondelete="CASCADE"))
+    index: Mapped[int] = mapped_column(Integer)  # 0-based, in trace order within the compilation
+    line: Mapped[int | None] = mapped_column(Integer)  # the event's line in its trace
+    grid: Mapped[list | None] = mapped_column(JSON)
+    arguments: Mapped[dict] = mapped_column(JSON, default=dict)  # tritonparse's extracted_args
+    config: Mapped[dict] = mapped_column(JSON, default=dict)  # num_warps, num_stages, ... it ran with
+    benchmark: Mapped[bool] = mapped_column(Boolean, default=False)  # launched by the autotuner's benchmark
+    __table_args__ = (Index("ix_launch_compilation_index", "compilation_pk", "index", unique=True),)
 
 
 class Source(Base):

@@ -8,6 +8,7 @@ from sqlalchemy import case, func, select, true
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
+from app.launches import launch_table
 from app.models import Artifact, Compilation, Diagnostic, InputRecord, Problem, Run, Snapshot
 from app.urls import Urls, snapshot_id
 
@@ -213,6 +214,7 @@ def compilation_detail(session: Session, compilation: Compilation, urls: Urls) -
     diagnostics = session.scalars(select(Diagnostic).where(Diagnostic.compilation_pk == compilation.pk)).all()
     data["diagnostics"] = [diagnostic_dict(d) for d in diagnostics]
     data["metadata"] = compilation.metadata_json
+    data["launches"] = launch_table(compilation)
     data["map_url"] = urls.source_map(run_id, ordinal)
     return data
 

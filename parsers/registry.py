@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from parsers import cache
+from parsers import cache, tritonparse
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,16 @@ _CACHE_FOLDER = re.compile(r"[A-Z2-7]{52}|[0-9a-f]{64}")
 
 
 FORMATS: list[InputFormat] = [
+    InputFormat(
+        "tritonparse",
+        "tritonparse trace: raw or parsed NDJSON (.ndjson, .ndjson.gz, .bin.ndjson of gzip members or zstd frames)",
+        tritonparse.is_trace,
+    ),
+    InputFormat(
+        "ignored",
+        "Not read: tritonparse's list of parsed files (log_file_list.json), its CLP-compressed traces (.clp)",
+        lambda path, head: posixpath.basename(path) == "log_file_list.json" or path.endswith(".clp"),
+    ),
     InputFormat(
         "cache-group", "Triton cache group file (__grp__NAME.json)", lambda path, head: cache.is_group_file(path)
     ),

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from app import render
 from app.highlight.hwops import GROUPS
+from app.launches import launch_page_cells
 from app.models import Artifact, Compilation, Snapshot, Source
 from app.page_cache import cache_response, cached_response
 from app.queries import artifact_sort_key, compilation_detail, snapshot_dict
@@ -86,7 +87,7 @@ def compilation_page(request: Request, run_id: str, ordinal: str, session: Sessi
     if not wants_json(request):
         # the op columns worth showing: groups some snapshot of this compilation uses
         present = [group for group in GROUPS if any(row["ops"].get(group.key) for row in data["snapshots"])]
-        data["page"] = {"groups": present}
+        data["page"] = {"groups": present, "launch_cells": launch_page_cells(data["launches"])}
     return respond(request, "compilation.html", data)
 
 
