@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import posixpath
 import secrets
 from collections.abc import Callable, Iterable
@@ -37,6 +38,7 @@ from parsers.compilations import CompilationGrouper, CompilationRecord
 from parsers.diagnostics import Diagnostic as ParsedDiagnostic
 from parsers.diagnostics import LogLines, parse_gap
 from parsers.log import scan_log
+from parsers.pm_trace import Trace
 from parsers.records import CutLine, Dump, GapBlock, UnknownBanner
 from parsers.sources import InputFile, InputLimitExceeded, Limits, SourceWalker
 from parsers.timing import TimingReport
@@ -46,7 +48,7 @@ MAX_SMALL_FILE = 512 << 20  # a single stage file or source larger than this is 
 SNAPSHOT_BATCH = 5000  # snapshot rows per INSERT (executemany)
 _SNAPSHOT_COLUMNS = (
     "compilation_pk", "index", "kind", "when", "pass_name", "pass_arg", "pass_options", "scope", "failed",
-    "stage", "changed", "line", "size", "line_count", "blob", "header",
+    "stage", "changed", "line", "size", "line_count", "blob", "header", "scope_kind", "base_index", "trace",
 )
 Progress = Callable[[str, int], None]
 _KEPT_ROLES = {"log", "source", "cache-group", "cache-stage", "cache-binary", "cache-metadata"}
@@ -105,6 +107,7 @@ class LogResult:
     grouper: CompilationGrouper = field(default_factory=CompilationGrouper)
     diagnostics: list[tuple[ParsedDiagnostic, int]] = field(default_factory=list)  # (diag, compilations before it)
     timings: list[tuple[TimingReport, CompilationRecord | None]] = field(default_factory=list)
+    trace: Trace = field(default_factory=Trace)  # LLVM pass-manager lines since the last dump
 
 
 class _LogText:
@@ -295,6 +298,7 @@ class Ingest:
                     text.add("\n")  # the blank line between two dumps: nothing to parse
                     return
                 text.add("".join(line + "\n" for _, line in record.lines))
+                result.trace.add_lines(record.lines)
                 for parsed in parse_gap(record.lines):
                     self._add_gap_record(result, parsed)
                 replaced += sum(1 for _, line in record.lines if "\ufffd" in line)
@@ -339,7 +343,7 @@ class Ingest:
             if dump.truncated:
                 result.grouper.mark_truncated("the log ends inside its last dump")
             return
-        result.grouper.add(dump, digest)
+        result.grouper.add(dump, digest, result.trace.take(dump.header))
 
     def _add_gap_record(self, result: LogResult, parsed) -> None:
         if isinstance(parsed, LogLines):
@@ -439,6 +443,7 @@ class Ingest:
                     pk, snapshot.index, header.kind, header.when, header.pass_name, header.pass_arg,
                     header.pass_options, header.scope, header.failed, snapshot.stage, snapshot.changed,
                     snapshot.line, snapshot.size, snapshot.line_count, snapshot.blob, header.raw,
+                    snapshot.level, snapshot.base, json.dumps(snapshot.trace) if snapshot.trace else None,
                 ))
                 if len(snapshot_rows) >= SNAPSHOT_BATCH:
                     insert_rows(self.session, Snapshot.__table__, _SNAPSHOT_COLUMNS, snapshot_rows)

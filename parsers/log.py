@@ -377,7 +377,9 @@ class _Scanner:
         self.carried = False  # the open dump's start was already carried into a joined piece
         self.ambiguous = False  # the last MLIR banner was followed by another banner at once
         self.cut_line = 0  # the last line _Chunks cut short: a dump holding it is damaged
-        self.semicolon_banners = False  # the log's LLVM banners start "; ***" (LLVM 16 and later)
+        # The log's LLVM banners start "; ***" (LLVM 16 and later), or it holds MLIR banners, or
+        # other output is mixed in: a "*** X on Y ***" banner is then one whose "; " was lost.
+        self.semicolon_banners = False
 
     def cut_damage(self, last_line: int) -> str | None:
         if self.header_line < self.cut_line <= last_line:
@@ -433,6 +435,14 @@ class _Scanner:
 def scan_log(stream: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[Dump | GapBlock | UnknownBanner]:
     """Yield dumps, gap-text blocks and unparseable banners in log order."""
     scan = _Scanner()
+    for record in _scan_log(scan, stream, chunk_size):
+        kind = type(record)
+        if kind is UnknownBanner or (kind is Dump and record.damage):
+            scan.semicolon_banners = True  # mixed output: a "*** ... on X ***" banner may have lost "; "
+        yield record
+
+
+def _scan_log(scan: _Scanner, stream: BinaryIO, chunk_size: int) -> Iterator[Dump | GapBlock | UnknownBanner]:
     chunks = _Chunks(stream, chunk_size)
     for chunk, pos, size in chunks:
         if chunks.cut is not None:
@@ -531,14 +541,15 @@ def _open_dump(scan: _Scanner, chunk: bytes, start: int, size: int, damage: str 
         return eol
     if ambiguous:
         damage = damage or AMBIGUOUS
-    if banner.startswith(b"; *** "):
+    if banner.startswith((b"; *** ", _MARK)):
         scan.semicolon_banners = True
     if banner.startswith(b"*** ") and (
         (header.pass_arg is None and scan.semicolon_banners) or banner.rstrip().endswith(b":")
     ):
-        # In a log of "; ***" banners (LLVM 16 on), a banner without its pass argument is the tail
-        # of a "; *** ... on X ***" banner whose head other output took (LLVM 15 and older print
-        # new-PM banners without "; "); a "# *** ...:" banner ends in ":".
+        # LLVM 15 and older print new-PM banners without "; ". In a log of "; ***" banners (LLVM 16
+        # on) or of MLIR ones (Triton, whose LLVM is newer), a banner without its pass argument is
+        # the tail of a "; *** ... on X ***" banner whose head other output took; a "# *** ...:"
+        # banner ends in ":".
         damage = damage or "the banner's head is missing: other output is mixed into it"
     scan.start(header, scan.line, damage)
     if body_start:

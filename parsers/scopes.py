@@ -45,9 +45,12 @@ OP_END = "the op dump does not end with its op's closing brace: it is incomplete
 
 
 def _first_line(body: bytes) -> bytes:
-    body = body.lstrip(b"\r\n")
-    end = body.find(b"\n")
-    return (body if end < 0 else body[:end]).rstrip(b"\r")
+    """The first non-blank line (bodies are megabytes: no copy of the whole)."""
+    start = 0
+    while start < len(body) and body[start] in b"\r\n":
+        start += 1
+    end = body.find(b"\n", start)
+    return body[start : len(body) if end < 0 else end].rstrip(b"\r")
 
 
 def is_loop_body(body: bytes) -> bool:
@@ -118,7 +121,7 @@ def level_and_name(header: DumpHeader, body: bytes) -> tuple[str, str | None]:
         if _MODULE_LINE.search(body):
             return MODULE, None
         return (FUNCTION if op.endswith("func") else OP), scope
-    if not body.strip() or not is_mlir_op_body(body):
+    if _MODULE_LINE.search(body) or _TOP_OP.search(body) is None:
         return MODULE, None
     for line in body.split(b"\n"):
         if line and not line[:1].isspace() and not line.startswith((b"#", b"!")):
@@ -144,9 +147,9 @@ def _llvm_level(header: DumpHeader, body: bytes) -> tuple[str, str | None]:
     if loop or is_loop_body(body):
         function = loop.group(2) if loop else None
         label = _loop_header(body)
-        name = " ".join(part for part in (label or (loop.group(1) if loop else None), function and f"in {function}") if part)
-        return LOOP, name or None
-    if first.startswith(_LLVM_FUNCTION_HEADS) or first.startswith(b"; ") or first.startswith(NULL_FUNCTION):
+        parts = (label or (loop.group(1) if loop else None), function and f"in {function}")
+        return LOOP, " ".join(part for part in parts if part) or None
+    if first.startswith((*_LLVM_FUNCTION_HEADS, b"; ", NULL_FUNCTION)):
         names = [name.decode("utf-8", "replace") for name in _DEFINED.findall(body)]
         return FUNCTION, ",".join(names) or None
     if not body.strip():  # "omitted because no change": the banner says what it was
