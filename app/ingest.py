@@ -441,7 +441,7 @@ class Ingest:
                 header = snapshot.header
                 snapshot_rows.append((
                     pk, snapshot.index, header.kind, header.when, header.pass_name, header.pass_arg,
-                    header.pass_options, header.scope, header.failed, snapshot.stage, snapshot.changed,
+                    header.pass_options, snapshot.scope, header.failed, snapshot.stage, snapshot.changed,
                     snapshot.line, snapshot.size, snapshot.line_count, snapshot.blob, header.raw,
                     snapshot.level, snapshot.base, json.dumps(snapshot.trace) if snapshot.trace else None,
                 ))

@@ -11,9 +11,11 @@ counts do), or, before any compilation, are kept apart as orphans.
 
 Other pipelines (mlir-opt, IREE, torch-mlir, LLVM's opt/llc/clang -print-after-all): a dump that is
 not Triton's and comes outside any Triton compilation opens a generic compilation, which takes every
-following dump; one command line is one compilation, so the pipeline starting again (its first
-dump's pass, when and kind, at module level: a second run of the same command appended to the log)
-opens the next one, as does a Triton compilation's start.
+following dump. One command line is one compilation; the next one starts at a module-level dump
+that shows the pipeline starting again: its first dump again (the same pass, when and body: the
+same command run twice into one log), or an LLVM module of another name (`; ModuleID`: another
+input), or a Triton compilation's start. A pipeline that runs its first pass again on the
+transformed IR (opt's verifier, first and last) stays one compilation.
 
 Each snapshot is compared with the previous dump of the same scope (parsers/scopes.py: the module,
 or one function, loop or op): that one is its `base`, and `changed` says whether the body differs.
@@ -133,6 +135,15 @@ class SnapshotRecord:
     level: str = scopes.MODULE  # what the body holds: module, function, loop, machine, op
     base: int | None = None  # index of the previous snapshot of the same scope, compared with
     trace: tuple[str, ...] = ()  # passes LLVM's pass manager ran since the previous dump without one
+    unit: str | None = None  # the function, loop or op the body holds (parsers/scopes.py), if named
+
+    @property
+    def scope(self) -> str | None:
+        """The banner's scope, or the unit the body holds where the banner names none (a legacy
+        LLVM banner says "[module]" for every dump)."""
+        if self.unit and self.level != scopes.MODULE and self.header.scope in (None, "[module]", "machine"):
+            return self.unit
+        return self.header.scope
 
 
 _NO_BASE = -1
@@ -164,17 +175,18 @@ class SnapshotList:
     __slots__ = ("_columns", "_tables")
 
     def __init__(self, tables: tuple[_Interned, ...] | None = None) -> None:
-        # headers, blobs, stages, levels, traces
-        self._tables = tables or (_Interned(), _Interned(), _Interned(), _Interned(), _Interned())
-        # header, line, blob, size, line_count, stage, changed, level, base, trace: 64-bit numbers each
-        self._columns = tuple(array("q") for _ in range(10))
+        # headers, blobs, stages, levels, traces, units
+        self._tables = tables or tuple(_Interned() for _ in range(6))
+        # header, line, blob, size, line_count, stage, changed, level, base, trace, unit: 64-bit numbers each
+        self._columns = tuple(array("q") for _ in range(11))
 
     def append(self, record: SnapshotRecord) -> None:
-        headers, blobs, stages, levels, traces = self._tables
+        headers, blobs, stages, levels, traces, units = self._tables
         values = (
             headers.number(record.header, id(record.header)), record.line, blobs.number(record.blob),
             record.size, record.line_count, stages.number(record.stage), int(record.changed),
             levels.number(record.level), _NO_BASE if record.base is None else record.base, traces.number(record.trace),
+            units.number(record.unit),
         )
         for column, value in zip(self._columns, values):
             column.append(value)
@@ -189,11 +201,11 @@ class SnapshotList:
             raise IndexError("snapshot index out of range")
         return self._record(index, *(column[index] for column in self._columns))
 
-    def _record(self, index, header, line, blob, length, line_count, stage, changed, level, base, trace):
-        headers, blobs, stages, levels, traces = (table.values for table in self._tables)
+    def _record(self, index, header, line, blob, length, line_count, stage, changed, level, base, trace, unit):
+        headers, blobs, stages, levels, traces, units = (table.values for table in self._tables)
         return SnapshotRecord(
             index, headers[header], line, blobs[blob], length, line_count, stages[stage], bool(changed),
-            levels[level], None if base == _NO_BASE else base, traces[trace],
+            levels[level], None if base == _NO_BASE else base, traces[trace], units[unit],
         )
 
     def __iter__(self) -> Iterator[SnapshotRecord]:
@@ -233,6 +245,8 @@ class CompilationRecord:
     # one a legacy loop dump, which names no function, is in)
     scope_last: dict[str, tuple[int, str]] = field(default_factory=dict)
     last_function: str | None = None
+    module_id: bytes | None = None  # a generic LLVM compilation's `; ModuleID`
+    named_by_module: bool = False  # its name is its module's (else a function's, until a module names it)
 
     def count(self, kind: str) -> int:
         return self.snapshots.count_kind(kind)
@@ -256,7 +270,7 @@ class CompilationGrouper:
         self._open: dict[str, CompilationRecord] = {}
         self._current: CompilationRecord | None = None
         self._facts = _BodyFacts()
-        self._tables = (_Interned(), _Interned(), _Interned(), _Interned(), _Interned())  # shared by a log's lists
+        self._tables = tuple(_Interned() for _ in range(6))  # shared by a log's SnapshotLists
         self._stage_marks: dict[int, tuple[DumpHeader, bool, bool]] = {}  # by header identity
 
     def add(self, dump: Dump, blob: str, trace: tuple[str, ...] = ()) -> CompilationRecord | None:
@@ -269,8 +283,8 @@ class CompilationGrouper:
             header.kind == "mlir" and starts_compilation(header, None) and self._facts.kernel(dump.body)
         ):
             compilation = current
-            if current.first_dump == (header.kind, header.when, header.pass_name, level) and level == scopes.MODULE:
-                compilation = self._open_generic(dump)  # the same pipeline again: the next command line
+            if level == scopes.MODULE and _restarts(current, dump, blob, level):
+                compilation = self._open_generic(dump)  # the next command line
             kernel = compilation.kernel
         elif header.kind == "llvm" and current is None:
             compilation = self._open_generic(dump)
@@ -344,10 +358,15 @@ class CompilationGrouper:
             elif level in (scopes.FUNCTION, scopes.MACHINE) and name:
                 compilation.last_function = name
             key = scopes.scope_key(level, name)
-            previous = compilation.scope_last.get(key)
+            # A loop's header label changes when a pass renumbers or rotates it: then its function's
+            # latest loop dump stands in.
+            loops = f"loop in {compilation.last_function}" if level == scopes.LOOP else None
+            previous = compilation.scope_last.get(key) or (compilation.scope_last.get(loops) if loops else None)
             if previous is not None:
                 base, changed = previous[0], previous[1] != blob
             compilation.scope_last[key] = (index, blob)
+            if loops:
+                compilation.scope_last[loops] = (index, blob)
         stage = "llvm-ir" if dump.header.kind == "llvm" else (compilation.stage if compilation else "ttgir")
         return SnapshotRecord(
             index=index,
@@ -361,6 +380,7 @@ class CompilationGrouper:
             level=level,
             base=base,
             trace=trace,
+            unit=name,
         )
 
     def _advance_stage(self, compilation: CompilationRecord, header: DumpHeader) -> None:
@@ -399,16 +419,40 @@ def _is_triton(body: bytes) -> bool:
     return _TRITON_DIALECT.search(body) is not None
 
 
+def _restarts(compilation: CompilationRecord, dump: Dump, blob: str, level: str) -> bool:
+    """Whether a module-level dump starts the next command line's compilation (see the module doc)."""
+    header = dump.header
+    first = compilation.first_dump == (header.kind, header.when, header.pass_name, level)
+    if first and compilation.snapshots and compilation.snapshots[0].blob == blob:
+        return True
+    if header.kind == "llvm":
+        module_id = _module_id(dump.body)
+        if module_id is not None:
+            if compilation.module_id is not None and module_id != compilation.module_id:
+                return True
+            compilation.module_id = module_id
+    return False
+
+
+def _module_id(body: bytes) -> bytes | None:
+    if not body.startswith(b"; ModuleID = "):
+        return None
+    end = body.find(b"\n")
+    return body[: len(body) if end < 0 else end]
+
+
 def _name_generic(compilation: CompilationRecord, body: bytes) -> None:
-    """A generic compilation's name and target, from the first dump that holds them: an LLVM
-    module's source file (or ModuleID) and triple, an MLIR module's name, or else the first
-    function the IR defines."""
-    if compilation.kernel is None:
+    """A generic compilation's name and target, from the dumps that hold them: an LLVM module's
+    source file (or ModuleID) and triple, an MLIR module's name, or else (until a module names
+    it) the first function the IR defines."""
+    if not compilation.named_by_module:
         match = _LLVM_MODULE_NAME.search(body) or _MLIR_MODULE_NAME.search(body)
-        match = match or _LLVM_DEFINED.search(body) or _MLIR_SYMBOL.search(body)
+        compilation.named_by_module = match is not None
+        if match is None and compilation.kernel is None:
+            match = _LLVM_DEFINED.search(body) or _MLIR_SYMBOL.search(body)
         if match is not None:
             name = next(group for group in match.groups() if group is not None)
-            compilation.kernel = name.strip(b'"').decode("utf-8", "replace") or None
+            compilation.kernel = name.strip(b'"').decode("utf-8", "replace") or compilation.kernel
     if compilation.target is None:
         match = _TRIPLE.search(body)
         if match is not None:

@@ -14,7 +14,9 @@ import re
 from parsers.records import DumpHeader
 
 _BANNER = re.compile(r"^(; |# )?\*\*\* IR Dump (Before|After) (.*?) \*\*\*:?\s*$")
-_NEW_PM = re.compile(r"^(\S+) on (.*?)( \(invalidated\)| omitted because no change)?$")
+# A new-PM pass name is one word, maybe with template arguments holding spaces:
+# "RequireAnalysisPass<llvm::GlobalsAA, llvm::Module, llvm::AnalysisManager<Module>> on [module]".
+_NEW_PM = re.compile(r"^([A-Za-z_][\w:]*(?:<.*?>)?) on (.*?)( \(invalidated\)| omitted because no change)?$")
 _LEGACY = re.compile(r"^(.*) \(([^()]*)\)$")
 
 # A legacy banner with the body's first line glued on: "*** IR Dump After X (x) ***; Function Attrs: ...".
