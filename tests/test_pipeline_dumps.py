@@ -120,6 +120,8 @@ def test_opt_new_pm_loop_dumps_are_kept_and_diffed_against_the_same_loop(db, tmp
         loop = next(s for s in loops if s.base_index is not None)
         page = client.get(f"/runs/{run['run']}/c/1/s/{loop.index}.json").json()
         assert page["scope_kind"] == "loop" and page["base"] == loop.base_index
+        html = client.get(f"/runs/{run['run']}/c/1/s/{loop.index}").text
+        assert '<span class="chip scope-kind"' in html and ">loop</span>" in html
         diff = client.get(page["diff_prev_url"] + ".json")
         assert diff.status_code == 200
         nav = diff.json()["navigation"]
