@@ -91,7 +91,8 @@ def loop_damage(body: bytes, last_line: bytes) -> str | None:
     return None
 
 
-_MODULE_LINE = re.compile(rb"(?:^|\n)module\b")
+# A module at column 0, in custom or generic form (a failed pass prints the generic form).
+_MODULE_LINE = re.compile(rb'(?:^|\n)(?:module\b|"builtin\.module")')
 # A line at column 0 that is not an alias, a block label (^bb1:) or a closing brace.
 _TOP_OP = re.compile(rb"(?:^|\n)[^\s#!}^]")
 
