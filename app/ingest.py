@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import posixpath
 import secrets
 from collections.abc import Callable, Iterable
@@ -39,6 +40,7 @@ from parsers.compilations import CompilationGrouper, CompilationRecord
 from parsers.diagnostics import Diagnostic as ParsedDiagnostic
 from parsers.diagnostics import LogLines, parse_gap
 from parsers.log import NO_MODULE, body_damage, scan_log
+from parsers.pm_trace import Trace
 from parsers.records import CutLine, Dump, GapBlock, UnknownBanner
 from parsers.reproducer import Reproducer, find_reproducer
 from parsers.sources import InputFile, InputLimitExceeded, Limits, SourceWalker
@@ -49,7 +51,7 @@ MAX_SMALL_FILE = 512 << 20  # a single stage file or source larger than this is 
 SNAPSHOT_BATCH = 5000  # snapshot rows per INSERT (executemany)
 _SNAPSHOT_COLUMNS = (
     "compilation_pk", "index", "kind", "when", "pass_name", "pass_arg", "pass_options", "scope", "failed",
-    "stage", "changed", "line", "size", "line_count", "blob", "header",
+    "stage", "changed", "line", "size", "line_count", "blob", "header", "scope_kind", "base_index", "trace",
 )
 Progress = Callable[[str, int], None]
 _KEPT_ROLES = {"log", "tritonparse", "source", "cache-group", "cache-stage", "cache-binary", "cache-metadata"}
@@ -109,6 +111,7 @@ class LogResult:
     diagnostics: list[tuple[ParsedDiagnostic, int]] = field(default_factory=list)  # (diag, compilations before it)
     timings: list[tuple[TimingReport, CompilationRecord | None]] = field(default_factory=list)
     reproducer: Reproducer | None = None  # MLIR's reproducer in the gap text since the last dump
+    trace: Trace = field(default_factory=Trace)  # LLVM pass-manager lines since the last dump
 
 
 class _LogText:
@@ -315,6 +318,7 @@ class Ingest:
                     return
                 text.add("".join(line + "\n" for _, line in record.lines))
                 result.reproducer = find_reproducer(record.lines) or result.reproducer
+                result.trace.add_lines(record.lines)
                 for parsed in parse_gap(record.lines):
                     self._add_gap_record(result, parsed)
                 replaced += sum(1 for _, line in record.lines if "\ufffd" in line)
@@ -365,7 +369,7 @@ class Ingest:
             if dump.header.failed:
                 result.grouper.mark_current_failed(dump.header)
             return
-        result.grouper.add(dump, digest)
+        result.grouper.add(dump, digest, result.trace.take(dump.header))
 
     def _reproducer_dump(self, dump: Dump, reproducer: Reproducer, path: str) -> Dump:
         """The failed pass's dump printed no module (only aliases and #loc lines): the module MLIR's
@@ -484,8 +488,9 @@ class Ingest:
                 header = snapshot.header
                 snapshot_rows.append((
                     pk, snapshot.index, header.kind, header.when, header.pass_name, header.pass_arg,
-                    header.pass_options, header.scope, header.failed, snapshot.stage, snapshot.changed,
+                    header.pass_options, snapshot.scope, header.failed, snapshot.stage, snapshot.changed,
                     snapshot.line, snapshot.size, snapshot.line_count, snapshot.blob, header.raw,
+                    snapshot.level, snapshot.base, json.dumps(snapshot.trace) if snapshot.trace else None,
                 ))
                 if len(snapshot_rows) >= SNAPSHOT_BATCH:
                     insert_rows(self.session, Snapshot.__table__, _SNAPSHOT_COLUMNS, snapshot_rows)

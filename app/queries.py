@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 from sqlalchemy import case, func, select, true
@@ -150,7 +151,8 @@ def run_summary(session: Session, run: Run, urls: Urls) -> dict:
 
 def snapshot_dict(run_id: str, ordinal: int, snapshot: Snapshot, urls: Urls) -> dict:
     snapshot_key = snapshot_id(run_id, ordinal, snapshot.index)
-    previous_key = snapshot_id(run_id, ordinal, snapshot.index - 1) if snapshot.index > 0 else None
+    base = snapshot.base_index
+    previous_key = snapshot_id(run_id, ordinal, base) if base is not None else None
     return {
         "index": snapshot.index,
         "pass": snapshot.pass_name,
@@ -159,6 +161,9 @@ def snapshot_dict(run_id: str, ordinal: int, snapshot: Snapshot, urls: Urls) -> 
         "when": snapshot.when,
         "kind": snapshot.kind,
         "scope": snapshot.scope,
+        "scope_kind": snapshot.scope_kind,
+        "base": base,  # the snapshot this one is compared with: the previous one of the same scope
+        "passes_without_dump": json.loads(snapshot.trace) if snapshot.trace else [],
         "stage": snapshot.stage,
         "changed": snapshot.changed,
         "failed": snapshot.failed,

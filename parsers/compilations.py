@@ -8,6 +8,17 @@ Concurrent compiles interleave whole dumps, so a dump goes to the open compilati
 it holds, not blindly to the latest one. Pipeliner-internal dumps ignore MLIR_ENABLE_DUMP's kernel
 filter: those of an undumped kernel go to the compilation in progress (as the corpus's expected
 counts do), or, before any compilation, are kept apart as orphans.
+
+Other pipelines (mlir-opt, IREE, torch-mlir, LLVM's opt/llc/clang -print-after-all): a dump that is
+not Triton's and comes outside any Triton compilation opens a generic compilation, which takes every
+following dump. One command line is one compilation; the next one starts at a module-level dump
+that shows the pipeline starting again: its first dump again (the same pass, when and body: the
+same command run twice into one log), or an LLVM module of another name (`; ModuleID`: another
+input), or a Triton compilation's start. A pipeline that runs its first pass again on the
+transformed IR (opt's verifier, first and last) stays one compilation.
+
+Each snapshot is compared with the previous dump of the same scope (parsers/scopes.py: the module,
+or one function, loop or op): that one is its `base`, and `changed` says whether the body differs.
 """
 
 from __future__ import annotations
@@ -17,6 +28,7 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from parsers import scopes
 from parsers.records import Dump, DumpHeader
 
 # What kernel_of looks for (the specification; running these over whole bodies was a quarter of the
@@ -30,6 +42,14 @@ _TO_TTGIR = re.compile(r"^convert-triton-to-tritongpu$|^ConvertTritonToTritonGPU
 _TO_LLVM = re.compile(r"^convert-triton-\w*gpu-to-llvm$|^ConvertTriton\w*GPUToLLVM")
 
 STAGES = ("ttir", "ttgir", "llvm-dialect", "llvm-ir")
+GENERIC_MLIR_STAGE = "mlir"  # a generic pipeline's MLIR dumps: no Triton stage to name
+# A Triton dialect op or attribute anywhere in a body: the dump is Triton's, not a generic pipeline's.
+_TRITON_DIALECT = re.compile(rb"(?<![\w.])(?:tt|ttg|ttng|triton_gpu|triton_nvidia_gpu|ttig)\.")
+_LLVM_MODULE_NAME = re.compile(rb'^(?:source_filename = "([^"\n]*)"|; ModuleID = \'([^\'\n]*)\')', re.MULTILINE)
+_TRIPLE = re.compile(rb'^target triple = "([^"\n]*)"', re.MULTILINE)
+_MLIR_MODULE_NAME = re.compile(rb"^module @([\w$.\-]+|\"[^\"\n]*\")", re.MULTILINE)
+_MLIR_SYMBOL = re.compile(rb"^\s*[\w.]*func(?:\.func)? (?:public |private )?@([\w$.\-]+|\"[^\"\n]*\")\(", re.MULTILINE)
+_LLVM_DEFINED = re.compile(rb"^define [^@\n]*@([\w$.\-]+|\"[^\"\n]*\")\(", re.MULTILINE)
 
 
 # The patterns above, anchored on their literal head so the regex engine can skip to it; whether the
@@ -134,6 +154,21 @@ class SnapshotRecord:
     line_count: int
     stage: str
     changed: bool
+    level: str = scopes.MODULE  # what the body holds: module, function, loop, machine, op
+    base: int | None = None  # index of the previous snapshot of the same scope, compared with
+    trace: tuple[str, ...] = ()  # passes LLVM's pass manager ran since the previous dump without one
+    unit: str | None = None  # the function, loop or op the body holds (parsers/scopes.py), if named
+
+    @property
+    def scope(self) -> str | None:
+        """The banner's scope, or the unit the body holds where the banner names none (a legacy
+        LLVM banner says "[module]" for every dump)."""
+        if self.unit and self.level != scopes.MODULE and self.header.scope in (None, "[module]", "machine"):
+            return self.unit
+        return self.header.scope
+
+
+_NO_BASE = -1
 
 
 class _Interned:
@@ -161,16 +196,19 @@ class SnapshotList:
 
     __slots__ = ("_columns", "_tables")
 
-    def __init__(self, tables: tuple[_Interned, _Interned, _Interned] | None = None) -> None:
-        self._tables = tables or (_Interned(), _Interned(), _Interned())  # headers, blobs, stages
-        # header, line, blob, size, line_count, stage, changed: one array of 64-bit numbers each
-        self._columns = tuple(array("q") for _ in range(7))
+    def __init__(self, tables: tuple[_Interned, ...] | None = None) -> None:
+        # headers, blobs, stages, levels, traces, units
+        self._tables = tables or tuple(_Interned() for _ in range(6))
+        # header, line, blob, size, line_count, stage, changed, level, base, trace, unit: 64-bit numbers each
+        self._columns = tuple(array("q") for _ in range(11))
 
     def append(self, record: SnapshotRecord) -> None:
-        headers, blobs, stages = self._tables
+        headers, blobs, stages, levels, traces, units = self._tables
         values = (
             headers.number(record.header, id(record.header)), record.line, blobs.number(record.blob),
             record.size, record.line_count, stages.number(record.stage), int(record.changed),
+            levels.number(record.level), _NO_BASE if record.base is None else record.base, traces.number(record.trace),
+            units.number(record.unit),
         )
         for column, value in zip(self._columns, values):
             column.append(value)
@@ -183,19 +221,18 @@ class SnapshotList:
         index = position + size if position < 0 else position
         if not 0 <= index < size:
             raise IndexError("snapshot index out of range")
-        header, line, blob, length, line_count, stage, changed = (column[index] for column in self._columns)
-        headers, blobs, stages = self._tables
+        return self._record(index, *(column[index] for column in self._columns))
+
+    def _record(self, index, header, line, blob, length, line_count, stage, changed, level, base, trace, unit):
+        headers, blobs, stages, levels, traces, units = (table.values for table in self._tables)
         return SnapshotRecord(
-            index, headers.values[header], line, blobs.values[blob], length, line_count, stages.values[stage],
-            bool(changed),
+            index, headers[header], line, blobs[blob], length, line_count, stages[stage], bool(changed),
+            levels[level], None if base == _NO_BASE else base, traces[trace], units[unit],
         )
 
     def __iter__(self) -> Iterator[SnapshotRecord]:
-        headers, blobs, stages = (table.values for table in self._tables)
-        for index, (header, line, blob, length, line_count, stage, changed) in enumerate(zip(*self._columns)):
-            yield SnapshotRecord(
-                index, headers[header], line, blobs[blob], length, line_count, stages[stage], bool(changed)
-            )
+        for index, values in enumerate(zip(*self._columns)):
+            yield self._record(index, *values)
 
     def count_kind(self, kind: str) -> int:
         headers = self._tables[0].values
@@ -225,6 +262,14 @@ class CompilationRecord:
     failed_pass: str | None = None  # the pass of the "IR Dump After X Failed" that ended it
     stage: str = "ttir"
     gluon: bool = False
+    generic: bool = False  # not Triton's: another MLIR pipeline, or LLVM's own tools
+    first_dump: tuple | None = None  # a generic compilation's first dump: (kind, when, pass, level)
+    # scope key -> (index, blob) of its latest snapshot, and the latest function a dump held (the
+    # one a legacy loop dump, which names no function, is in)
+    scope_last: dict[str, tuple[int, str]] = field(default_factory=dict)
+    last_function: str | None = None
+    module_id: bytes | None = None  # a generic LLVM compilation's `; ModuleID`
+    named_by_module: bool = False  # its name is its module's (else a function's, until a module names it)
 
     def count(self, kind: str) -> int:
         return self.snapshots.count_kind(kind)
@@ -248,12 +293,26 @@ class CompilationGrouper:
         self._open: dict[str, CompilationRecord] = {}
         self._current: CompilationRecord | None = None
         self._facts = _BodyFacts()
-        self._tables = (_Interned(), _Interned(), _Interned())  # shared by this log's SnapshotLists
+        self._tables = tuple(_Interned() for _ in range(6))  # shared by a log's SnapshotLists
         self._stage_marks: dict[int, tuple[DumpHeader, bool, bool]] = {}  # by header identity
 
-    def add(self, dump: Dump, blob: str) -> CompilationRecord | None:
+    def add(self, dump: Dump, blob: str, trace: tuple[str, ...] = ()) -> CompilationRecord | None:
+        """Assign a dump to its compilation; `trace` is the passes LLVM's pass manager reported
+        running since the previous dump without printing one (parsers/pm_trace.py)."""
         header = dump.header
-        if header.kind == "llvm":
+        level, name = scopes.level_and_name(header, dump.body)
+        current = self._current
+        if current is not None and current.generic and not (
+            header.kind == "mlir" and starts_compilation(header, None) and self._facts.kernel(dump.body)
+        ):
+            compilation = current
+            if level == scopes.MODULE and _restarts(current, dump, blob, level):
+                compilation = self._open_generic(dump)  # the next command line
+            kernel = compilation.kernel
+        elif header.kind == "llvm" and current is None:
+            compilation = self._open_generic(dump)
+            kernel = compilation.kernel
+        elif header.kind == "llvm":
             # LLVM's printer names no module; it follows the MLIR stage of the same compile.
             compilation = self._current
             kernel = compilation.kernel if compilation else None
@@ -276,6 +335,8 @@ class CompilationGrouper:
                 if compilation.gluon:
                     compilation.stage = "ttgir"
                 self.compilations.append(compilation)
+            elif compilation is None and header.kind == "mlir" and not _is_triton(dump.body):
+                compilation = self._open_generic(dump)
             elif compilation is None and header.kind == "mlir":
                 # The log starts in the middle of a compile (its head was cut off).
                 compilation = CompilationRecord(kernel, dump.line, SnapshotList(self._tables), status="partial")
@@ -283,13 +344,15 @@ class CompilationGrouper:
                 self.compilations.append(compilation)
             if compilation is not None and kernel:
                 self._open[kernel] = compilation
-        record = self._record(compilation, dump, blob)
+        record = self._record(compilation, dump, blob, level, name, trace)
         if compilation is None:
             self.orphans.append((kernel, record))
             return None
         self._current = compilation
         compilation.snapshots.append(record)
-        if compilation.target is None and header.kind == "mlir" and compilation.stage != "ttir":
+        if compilation.generic:
+            _name_generic(compilation, dump.body)
+        elif compilation.target is None and header.kind == "mlir" and compilation.stage != "ttir":
             compilation.target = target_of(dump.body)
         if dump.header.failed:
             self.mark_failed(compilation, header)
@@ -308,23 +371,56 @@ class CompilationGrouper:
         """The failed pass's dump could not be kept: the compilation in progress failed all the same."""
         self.mark_failed(self._current, header)
 
-    def _record(self, compilation: CompilationRecord | None, dump: Dump, blob: str) -> SnapshotRecord:
+    def _open_generic(self, dump: Dump) -> CompilationRecord:
+        header = dump.header
+        compilation = CompilationRecord(None, dump.line, SnapshotList(self._tables), stage=GENERIC_MLIR_STAGE)
+        compilation.generic = True
+        compilation.first_dump = (header.kind, header.when, header.pass_name, scopes.level_and_name(header, dump.body)[0])
+        self.compilations.append(compilation)
+        return compilation
+
+    def _record(
+        self, compilation: CompilationRecord | None, dump: Dump, blob: str, level: str, name: str | None,
+        trace: tuple[str, ...],
+    ) -> SnapshotRecord:
         snapshots = compilation.snapshots if compilation else None
-        previous = snapshots.last_blob() if snapshots else None
+        index = len(snapshots) if snapshots else 0
+        base, changed = None, True  # the first dump of a scope counts as a change: it brings the IR
+        if compilation is not None:
+            if level == scopes.LOOP and not scopes.function_of_loop(name) and compilation.last_function:
+                name = f"{name or 'loop'} in {compilation.last_function}"
+            elif level in (scopes.FUNCTION, scopes.MACHINE) and name:
+                compilation.last_function = name
+            key = scopes.scope_key(level, name)
+            # A loop's header label changes when a pass renumbers or rotates it: then its function's
+            # latest loop dump stands in.
+            loops = f"loop in {compilation.last_function}" if level == scopes.LOOP else None
+            previous = compilation.scope_last.get(key) or (compilation.scope_last.get(loops) if loops else None)
+            if previous is not None:
+                base, changed = previous[0], previous[1] != blob
+            compilation.scope_last[key] = (index, blob)
+            if loops:
+                compilation.scope_last[loops] = (index, blob)
         stage = "llvm-ir" if dump.header.kind == "llvm" else (compilation.stage if compilation else "ttgir")
         return SnapshotRecord(
-            index=len(snapshots) if snapshots else 0,
+            index=index,
             header=dump.header,
             line=dump.line,
             blob=blob,
             size=len(dump.body),
             line_count=_line_count(dump),
             stage=stage,
-            changed=previous != blob,  # the first snapshot counts as a change: it brings the IR
+            changed=changed,
+            level=level,
+            base=base,
+            trace=trace,
+            unit=name,
         )
 
     def _advance_stage(self, compilation: CompilationRecord, header: DumpHeader) -> None:
         """The dump shows the IR *before* its pass, so the stage moves on after the boundary pass."""
+        if compilation.generic:
+            return
         marks = self._stage_marks.get(id(header))
         if marks is None or marks[0] is not header:
             names = (header.pass_arg or "", header.pass_name)
@@ -351,3 +447,47 @@ def _line_count(dump: Dump) -> int:
     if dump.line_count is not None:
         return dump.line_count
     return dump.body.count(b"\n") + 1 if dump.body else 0
+
+
+def _is_triton(body: bytes) -> bool:
+    return _TRITON_DIALECT.search(body) is not None
+
+
+def _restarts(compilation: CompilationRecord, dump: Dump, blob: str, level: str) -> bool:
+    """Whether a module-level dump starts the next command line's compilation (see the module doc)."""
+    header = dump.header
+    first = compilation.first_dump == (header.kind, header.when, header.pass_name, level)
+    if first and compilation.snapshots and compilation.snapshots[0].blob == blob:
+        return True
+    if header.kind == "llvm":
+        module_id = _module_id(dump.body)
+        if module_id is not None:
+            if compilation.module_id is not None and module_id != compilation.module_id:
+                return True
+            compilation.module_id = module_id
+    return False
+
+
+def _module_id(body: bytes) -> bytes | None:
+    if not body.startswith(b"; ModuleID = "):
+        return None
+    end = body.find(b"\n")
+    return body[: len(body) if end < 0 else end]
+
+
+def _name_generic(compilation: CompilationRecord, body: bytes) -> None:
+    """A generic compilation's name and target, from the dumps that hold them: an LLVM module's
+    source file (or ModuleID) and triple, an MLIR module's name, or else (until a module names
+    it) the first function the IR defines."""
+    if not compilation.named_by_module:
+        match = _LLVM_MODULE_NAME.search(body) or _MLIR_MODULE_NAME.search(body)
+        compilation.named_by_module = match is not None
+        if match is None and compilation.kernel is None:
+            match = _LLVM_DEFINED.search(body) or _MLIR_SYMBOL.search(body)
+        if match is not None:
+            name = next(group for group in match.groups() if group is not None)
+            compilation.kernel = name.strip(b'"').decode("utf-8", "replace") or compilation.kernel
+    if compilation.target is None:
+        match = _TRIPLE.search(body)
+        if match is not None:
+            compilation.target = match.group(1).decode("utf-8", "replace")

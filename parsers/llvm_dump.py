@@ -1,7 +1,9 @@
 """Banners of LLVM's print-after-all (`LLVM_IR_ENABLE_DUMP=1`), in its three styles.
 
 New pass manager: ; *** IR Dump After InstCombinePass on add_kernel ***
+                  (LLVM 15 and older: no "; ", and loops are "on Loop at depth 1 containing: %5<header>...")
 Legacy IR level:  *** IR Dump After Module Verifier (verify) ***
+                  (a legacy CGSCC pass prints its first function on the banner's line: "***; Function Attrs...")
 Machine IR:       # *** IR Dump After Branch Folder (branch-folder) ***:
 """
 
@@ -12,8 +14,13 @@ import re
 from parsers.records import DumpHeader
 
 _BANNER = re.compile(r"^(; |# )?\*\*\* IR Dump (Before|After) (.*?) \*\*\*:?\s*$")
-_NEW_PM = re.compile(r"^(\S+) on (.*?)( \(invalidated\)| omitted because no change)?$")
+# A new-PM pass name is one word, maybe with template arguments holding spaces:
+# "RequireAnalysisPass<llvm::GlobalsAA, llvm::Module, llvm::AnalysisManager<Module>> on [module]".
+_NEW_PM = re.compile(r"^([A-Za-z_][\w:]*(?:<.*?>)?) on (.*?)( \(invalidated\)| omitted because no change)?$")
 _LEGACY = re.compile(r"^(.*) \(([^()]*)\)$")
+
+# A legacy banner with the body's first line glued on: "*** IR Dump After X (x) ***; Function Attrs: ...".
+_GLUED_BODY = re.compile(rb"^\*\*\* IR Dump (?:Before|After) .*? \*\*\*(?=; |define |declare )")
 
 # Byte prefixes a banner line can start with; cheap to test before the regex.
 PREFIXES = (b"; *** IR Dump ", b"*** IR Dump ", b"# *** IR Dump ")
@@ -24,7 +31,7 @@ def parse_header(line: str) -> DumpHeader | None:
     if not match:
         return None
     style, when, desc = match.groups()
-    if style == "; ":
+    if style != "# ":  # "; " since LLVM 16; the same banner without it before
         new_pm = _NEW_PM.match(desc)
         if new_pm:
             name, scope, note = new_pm.groups()
@@ -34,3 +41,10 @@ def parse_header(line: str) -> DumpHeader | None:
     if legacy:
         return DumpHeader("llvm", when.lower(), legacy.group(1), legacy.group(2), None, scope, False, line)
     return DumpHeader("llvm", when.lower(), desc, None, None, scope, False, line)
+
+
+def glued_body_start(banner: bytes) -> int:
+    """Where the body starts on a legacy banner's own line (LLVM's legacy CGSCC printer writes no
+    newline after its banner), or 0 when the banner line holds only the banner."""
+    match = _GLUED_BODY.match(banner)
+    return match.end() if match else 0

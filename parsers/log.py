@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from parsers import llvm_dump, mlir_dump
+from parsers import llvm_dump, mlir_dump, scopes
 from parsers.records import CutLine, Dump, DumpHeader, GapBlock, UnknownBanner
 
 CHUNK_SIZE = 8 << 20
@@ -36,9 +36,13 @@ _MLIR_BANNER = b"// -----// "  # an MLIR banner, as _BANNER matches it at a line
 _BANNER = re.compile(rb"^(?:// -----// |; \*\*\* IR Dump |\*\*\* IR Dump |# \*\*\* IR Dump )", re.MULTILINE)
 # An LLVM dump has blank lines inside, so it runs until the next banner or an obvious non-IR line
 # (a timing report, a traceback, LLVM's fatal error, or MLIR text: another writer's dump).
+# LLVM's pass-manager trace (-debug-pass-manager, which Triton's LLVM_IR_ENABLE_DUMP turns on) ends a
+# dump too: its lines come between dumps and are log text, never IR (parsers/pm_trace.py reads them).
 _LLVM_END = re.compile(
     rb"^(?:// -----// |; \*\*\* IR Dump |\*\*\* IR Dump |# \*\*\* IR Dump |===-|Traceback \(most recent call last\)"
-    rb"|#loc\d* = loc\(|module (?:attributes )?\{|LLVM ERROR: )",
+    rb"|#loc\d* = loc\(|module (?:attributes )?\{|LLVM ERROR: "
+    rb"|Running (?:pass|analysis): |Invalidating (?:analysis: |all non-preserved analyses)"
+    rb"|Clearing all analysis results for: |Skipping pass)",
     re.MULTILINE,
 )
 UNBALANCED = "unbalanced braces: the dump is incomplete or mixed with other output"
@@ -136,6 +140,10 @@ def body_damage(body: bytes, kind: str, counted: bytes | None = None, empty_ok: 
         if len(set(defined)) != len(defined):
             return LLVM_MIXED
         last = _last_ir_line(body)
+        if scopes.is_null_function(body):  # a legacy CGSCC pass on the call graph's external node
+            return None
+        if scopes.is_loop_body(body):  # a loop pass prints the loop's blocks, not a function
+            return scopes.loop_damage(body, _last_line(body))
         if b"# Machine code for function" in body:
             if not last.startswith(b"# End machine code for function"):
                 return MIR_END
@@ -150,6 +158,8 @@ def body_damage(body: bytes, kind: str, counted: bytes | None = None, empty_ok: 
         if numbers and not module:
             return LLVM_MIXED  # a function dump defines no metadata: a module's tail ran into it
         return None
+    if scopes.is_mlir_op_body(body):  # a pass's op printed alone (no module scope): IREE, mlir-opt
+        return scopes.mlir_op_damage(body) or _loc_damage(body, text)
     if not body.startswith((b"#", b"module", b'"builtin.module"')):
         return BAD_START  # an MLIR module dump opens with its aliases or the module itself
     found = _MODULE_OR_LOC.findall(text)  # one pass for both: (b"m", b"") or (b"", alias number)
@@ -162,6 +172,20 @@ def body_damage(body: bytes, kind: str, counted: bytes | None = None, empty_ok: 
     if not _numbered(numbers) or (_loc_at_least(len(numbers)).search(body) if numbers else b"#loc" in body):
         return LOC_GAP  # a number missing, or one used beyond the last defined (by any line, alias or op)
     return None
+
+
+def _loc_damage(body: bytes, text: bytes) -> str | None:
+    """The #loc numbering check of an MLIR dump, for one that holds no module."""
+    numbers = [number for module, number in _MODULE_OR_LOC.findall(text) if not module]
+    if not _numbered(numbers) or (_loc_at_least(len(numbers)).search(body) if numbers else b"#loc" in body):
+        return LOC_GAP
+    return None
+
+
+def _last_line(body: bytes) -> bytes:
+    """The last non-blank line of a body, as printed (leading blanks kept)."""
+    body = body.rstrip()
+    return body[body.rfind(b"\n") + 1 :]
 
 
 def _has_banner_piece(data: bytes, counted: bytes | None = None) -> bool:
@@ -355,6 +379,9 @@ class _Scanner:
         self.carried = False  # the open dump's start was already carried into a joined piece
         self.ambiguous = False  # the last MLIR banner was followed by another banner at once
         self.cut_line = 0  # the last line _Chunks cut short: a dump holding it is damaged
+        # The log's LLVM banners start "; ***" (LLVM 16 and later), or it holds MLIR banners, or
+        # other output is mixed in: a "*** X on Y ***" banner is then one whose "; " was lost.
+        self.semicolon_banners = False
 
     def cut_damage(self, last_line: int) -> str | None:
         if self.header_line < self.cut_line <= last_line:
@@ -410,6 +437,14 @@ class _Scanner:
 def scan_log(stream: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[Dump | GapBlock | UnknownBanner]:
     """Yield dumps, gap-text blocks and unparseable banners in log order."""
     scan = _Scanner()
+    for record in _scan_log(scan, stream, chunk_size):
+        kind = type(record)
+        if kind is UnknownBanner or (kind is Dump and record.damage):
+            scan.semicolon_banners = True  # mixed output: a "*** ... on X ***" banner may have lost "; "
+        yield record
+
+
+def _scan_log(scan: _Scanner, stream: BinaryIO, chunk_size: int) -> Iterator[Dump | GapBlock | UnknownBanner]:
     chunks = _Chunks(stream, chunk_size)
     for chunk, pos, size in chunks:
         if chunks.cut is not None:
@@ -496,6 +531,9 @@ def _open_dump(scan: _Scanner, chunk: bytes, start: int, size: int, damage: str 
         damage = "banner interleaved with another dump's banner"
     elif banner.rstrip(b"\r\n").translate(None, _PRINTABLE):
         damage = "the banner holds bytes an IR printer never writes: binary data or other output is mixed in"
+    body_start = llvm_dump.glued_body_start(banner) if glued <= 0 else 0
+    if body_start:
+        banner = banner[:body_start]  # the rest of the line is the body's first line
     header = scan.headers.parse(banner if glued <= 0 else banner[:glued])
     if scan.gap.lines:
         yield scan.flush_gap()
@@ -505,11 +543,19 @@ def _open_dump(scan: _Scanner, chunk: bytes, start: int, size: int, damage: str 
         return eol
     if ambiguous:
         damage = damage or AMBIGUOUS
-    if banner.startswith(b"*** ") and (header.pass_arg is None or banner.rstrip().endswith(b":")):
-        # A legacy-style banner always names its pass argument and ends "***": this is the tail of
-        # a "; *** ... on X ***" or "# *** ...:" banner whose head other output took.
+    if banner.startswith((b"; *** ", _MARK)):
+        scan.semicolon_banners = True
+    if banner.startswith(b"*** ") and (
+        (header.pass_arg is None and scan.semicolon_banners) or banner.rstrip().endswith(b":")
+    ):
+        # LLVM 15 and older print new-PM banners without "; ". In a log of "; ***" banners (LLVM 16
+        # on) or of MLIR ones (Triton, whose LLVM is newer), a banner without its pass argument is
+        # the tail of a "; *** ... on X ***" banner whose head other output took; a "# *** ...:"
+        # banner ends in ":".
         damage = damage or "the banner's head is missing: other output is mixed into it"
     scan.start(header, scan.line, damage)
+    if body_start:
+        return start + body_start  # the line is counted with the body
     scan.line += 1
     return eol
 

@@ -6,6 +6,7 @@ Pipeliner: // -----// SoftwarePipeliner internal IR Dump After: LowerLoops
 A pass in an anonymous namespace, without a registered argument (Triton 3.8):
            // -----// IR Dump Before (anonymous namespace)::VerifyWarpSpecializationPartitions:
            unknown<(anonymous namespace)::VerifyWarpSpecializationPartitions> ('builtin.module' operation) //----- //
+No op:     // -----// IR Dump After CSE (cse) //----- //   (no module scope: the body is the pass's op)
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ PREFIX = b"// -----// "
 _PASS_HEADER = re.compile(
     r"^// -----// IR Dump (Before|After) (.*?) \('([^']+)' operation(?:: @(.*))?\) //----- //\s*$"
 )
+# Without module-scope printing (mlir-opt, IREE), the banner names no op: the pass's op is the body.
+_PLAIN_HEADER = re.compile(r"^// -----// IR Dump (Before|After) (.*?) //----- //\s*$")
 _INTERNAL_HEADER = re.compile(r"^// -----// (\S+) internal IR Dump (Before|After):? ?(.*?)\s*$")
 _OLD_DESC = re.compile(r"^(.*?) \(([^()]*)\)$")  # "Inliner (inline)"
 _NEW_DESC = re.compile(r"^(.*?): ([\w.\-]+)(\{.*\})?\s*$")  # "InlinerPass: inline{...}"
@@ -56,6 +59,11 @@ def parse_header(line: str) -> DumpHeader | None:
         name, arg, options, failed = parse_pass_description(desc)
         scope = op_name if symbol is None else f"{op_name} @{symbol}"
         return DumpHeader("mlir", when.lower(), name, arg, options, scope, failed, line)
+    match = _PLAIN_HEADER.match(line)
+    if match:
+        when, desc = match.groups()
+        name, arg, options, failed = parse_pass_description(desc)
+        return DumpHeader("mlir", when.lower(), name, arg, options, None, failed, line)
     match = _INTERNAL_HEADER.match(line)
     if match:
         who, when, step = match.groups()

@@ -246,15 +246,21 @@ def hunks_json(result: DiffResult, context: int) -> list[dict[str, Any]]:
     return hunks
 
 
+def _adjacent(a: Side, b: Side) -> bool:
+    """Whether B is compared with A: A is the previous snapshot of B's scope (module, function, loop)."""
+    return a.compilation.pk == b.compilation.pk and b.snapshot.base_index == a.snapshot.index
+
+
 def _effect_pass(a: Side, b: Side) -> str | None:
     """The pass whose work an adjacent pair shows: A is the IR before it (or B the IR after it)."""
-    if a.compilation.pk != b.compilation.pk or b.snapshot.index != a.snapshot.index + 1:
+    if not _adjacent(a, b):
         return None
     return b.snapshot.pass_name if b.snapshot.when == "after" else a.snapshot.pass_name
 
 
 def _navigation(session: Session, a: Side, b: Side, urls: Urls, options: PageOptions) -> dict[str, Any]:
-    """Neighbouring pairs when A and B are consecutive snapshots of one compilation."""
+    """Neighbouring pairs when B is compared with A (A is the previous snapshot of B's scope): each
+    pair is a snapshot and its base, so the steps go from one like-with-like diff to the next."""
     nav: dict[str, Any] = {
         "adjacent": False,
         "prev": None,
@@ -264,30 +270,29 @@ def _navigation(session: Session, a: Side, b: Side, urls: Urls, options: PageOpt
         "position": None,
         "count": None,
     }
-    if a.compilation.pk != b.compilation.pk or b.snapshot.index != a.snapshot.index + 1:
+    if not _adjacent(a, b):
         return nav
-    passes = session.execute(
-        select(Snapshot.index, Snapshot.pass_name, Snapshot.changed)
+    rows = session.execute(
+        select(Snapshot.index, Snapshot.pass_name, Snapshot.changed, Snapshot.base_index)
         .where(Snapshot.compilation_pk == a.compilation.pk)
         .order_by(Snapshot.index)
     ).all()
-    changed = {row.index: row.changed for row in passes}
-    names = {row.index: row.pass_name for row in passes}
+    names = {row.index: row.pass_name for row in rows}
+    pairs = [row for row in rows if row.base_index is not None and row.base_index in names]  # by B's index
     run_id, ordinal = a.compilation.run_id, a.compilation.ordinal
     query = options.query()
 
-    def pair(i: int) -> dict[str, Any] | None:
-        if i not in names or i + 1 not in names:
+    def pair(position: int) -> dict[str, Any] | None:
+        if not 0 <= position < len(pairs):
             return None
-        url = urls.diff(snapshot_id(run_id, ordinal, i), snapshot_id(run_id, ordinal, i + 1)) + query
-        return {"index": i, "pass": names[i], "url": url, "changed": bool(changed.get(i + 1))}
+        row = pairs[position]
+        url = urls.diff(snapshot_id(run_id, ordinal, row.base_index), snapshot_id(run_id, ordinal, row.index)) + query
+        return {"index": row.base_index, "pass": names[row.base_index], "url": url, "changed": bool(row.changed)}
 
-    i = a.snapshot.index
-    nav.update(
-        adjacent=True, prev=pair(i - 1), next=pair(i + 1), position=i + 1, count=max(len(passes) - 1, 0)
-    )
-    nav["next_changed"] = next((pair(k) for k in range(i + 1, len(passes)) if changed.get(k + 1)), None)
-    nav["prev_changed"] = next((pair(k) for k in range(i - 1, -1, -1) if changed.get(k + 1)), None)
+    here = next(position for position, row in enumerate(pairs) if row.index == b.snapshot.index)
+    nav.update(adjacent=True, prev=pair(here - 1), next=pair(here + 1), position=here + 1, count=len(pairs))
+    nav["next_changed"] = next((pair(k) for k in range(here + 1, len(pairs)) if pairs[k].changed), None)
+    nav["prev_changed"] = next((pair(k) for k in range(here - 1, -1, -1) if pairs[k].changed), None)
     return nav
 
 
