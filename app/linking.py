@@ -18,16 +18,13 @@ import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from app.ingest_state import LogResult
 from parsers.cache import KernelMetadata
 from parsers.compilations import CompilationRecord
 from parsers.diagnostics import Diagnostic
 from parsers.loc import match_source
 from parsers.timing import TimingReport
-
-if TYPE_CHECKING:
-    from app.ingest import LogResult
 
 _STARTS = ("Inliner", "InlinerPass", "GluonInline")
 

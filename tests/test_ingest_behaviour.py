@@ -186,7 +186,7 @@ def test_cli_refuses_a_missing_path_and_ingests_nothing(tmp_path):
 
 
 def test_a_failed_ingest_leaves_no_partial_run(db, tmp_path, monkeypatch):
-    from app import ingest as ingest_module
+    from app import run_writer as ingest_module
     from app.models import Run
 
     def explode(*args, **kwargs):

@@ -688,10 +688,10 @@ def test_timeout_stops_the_walk_as_bytes_are_read(monkeypatch: pytest.MonkeyPatc
     import itertools
     import types
 
-    import parsers.sources
+    import parsers.source_limits
 
     ticks = itertools.count()  # a clock that moves one second each time it is read: no real waiting
-    monkeypatch.setattr(parsers.sources, "time", types.SimpleNamespace(monotonic=lambda: float(next(ticks))))
+    monkeypatch.setattr(parsers.source_limits, "time", types.SimpleNamespace(monotonic=lambda: float(next(ticks))))
     with pytest.raises(
         InputLimitExceeded, match=r"^the ingest took longer than the 5 s limit at .+ \(ingest_timeout_seconds\)$"
     ):
