@@ -36,7 +36,7 @@ WITHOUT_PSYCOPG = textwrap.dedent(
 def run_cli(args: list[str], code: str | None = None, **env: str) -> subprocess.CompletedProcess:
     command = [sys.executable, "-c", code, *args] if code else [sys.executable, "-m", "app.cli", *args]
     environment = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "IRLENS_LOAD_DEMO": "false", **env}
-    return subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=environment, timeout=120)
+    return subprocess.run(command, check=False, capture_output=True, text=True, cwd=REPO, env=environment, timeout=120)
 
 
 @pytest.mark.parametrize(
