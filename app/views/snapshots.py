@@ -22,6 +22,7 @@ from app.highlight.hwops import GROUPS
 from app.models import Artifact, Compilation, Snapshot, Source
 from app.page_cache import cache_response, cached_response
 from app.queries import artifact_sort_key, compilation_detail, snapshot_dict
+from app.source_map import pass_indexes
 from app.urls import Urls, snapshot_id
 from app.web import SessionDep, UrlsDep, immutable_headers, int_param, respond, strip_json, wants_json
 from parsers.loc import match_source
@@ -348,9 +349,7 @@ def source_map(
     snapshots = list(compilation.snapshots)
     files: dict[str, int] = {}
     rows: list[dict[str, Any]] = []
-    for snapshot in snapshots:
-        kind = render.snapshot_kind(snapshot.kind)
-        index = render.source_index(snapshot.blob, kind, _text_loader(session, snapshot.blob))
+    for snapshot, index in zip(snapshots, pass_indexes(session, snapshots), strict=True):
         for loc_file, count in index.files.items():
             files[loc_file] = files.get(loc_file, 0) + count
         if file is None or line is None:
@@ -358,7 +357,7 @@ def source_map(
         ir_lines: list[int] = []
         for loc_file in index.files:
             if _same_file(loc_file, file):
-                ir_lines.extend(index.by_source.get((loc_file, line), []))
+                ir_lines.extend(index.lines(loc_file, line))
         ir_lines.sort()
         row = {
             "index": snapshot.index,
