@@ -32,6 +32,7 @@ class PassIndex:
 
     files: dict[str, int]
     lines: Callable[[str, int], list[int]]  # (recorded file, Python line) -> 1-based IR lines
+    text: render.TextLoader  # the snapshot's text, read once per request whoever asks first
 
 
 @dataclass
@@ -58,7 +59,7 @@ def pass_indexes(session: Session, snapshots: Iterable[Snapshot]) -> list[PassIn
                 metadata_digest = snapshot.blob
         if index is None:
             found = render.source_index(snapshot.blob, kind, load)
-            index = PassIndex(found.files, lambda file, line, found=found: found.by_source.get((file, line), []))
+            index = PassIndex(found.files, lambda file, line, found=found: found.by_source.get((file, line), []), load)
         indexes.append(index)
     return indexes
 
@@ -118,7 +119,7 @@ def _llvm_index(session: Session, digest: str, load: render.TextLoader, metadata
         nodes = by_node.nodes.get((file, line))
         return llvm_node_lines(load(), nodes) if nodes else []
 
-    return PassIndex(by_node.files, lines)
+    return PassIndex(by_node.files, lines, load)
 
 
 def clear() -> None:
