@@ -32,7 +32,7 @@ class PassIndex:
 
     files: dict[str, int]
     lines: Callable[[str, int], list[int]]  # (recorded file, Python line) -> 1-based IR lines
-    text: render.TextLoader  # the snapshot's text, read once per request whoever asks first
+    text: render.TextLoader  # the snapshot's text (read anew each call: a page holds none of them)
 
 
 @dataclass
@@ -48,32 +48,37 @@ def pass_indexes(session: Session, snapshots: Iterable[Snapshot]) -> list[PassIn
     metadata_digest: str | None = None  # the latest LLVM dump with a metadata table so far
     for snapshot in snapshots:
         kind = render.snapshot_kind(snapshot.kind)
-        load = _loader(session, snapshot.blob)
+        plain = _loader(session, snapshot.blob)
+        load = _once(plain)  # for building this index only: a request holds one text at a time
         index = None
         if kind == "llvm":
             has_metadata, needs_metadata, by_node = _facts(snapshot.blob, load)
             if by_node:
                 table = snapshot.blob if has_metadata else metadata_digest if needs_metadata else None
-                index = _llvm_index(session, snapshot.blob, load, table)
+                index = _llvm_index(session, snapshot.blob, load, plain, table)
             if has_metadata and snapshot.kind == "llvm":
                 metadata_digest = snapshot.blob
         if index is None:
             found = render.source_index(snapshot.blob, kind, load)
-            index = PassIndex(found.files, lambda file, line, found=found: found.by_source.get((file, line), []), load)
+            index = PassIndex(found.files, lambda file, line, found=found: found.by_source.get((file, line), []), plain)
         indexes.append(index)
     return indexes
 
 
 def _loader(session: Session, digest: str) -> render.TextLoader:
-    """Loads the text on first use and keeps it for this snapshot's other uses."""
+    return lambda: render.blob_reader.text(session, digest) or ""
+
+
+def _once(load: render.TextLoader) -> render.TextLoader:
+    """``load``, reading the text on first use and keeping it while the caller keeps this."""
     held: list[str] = []
 
-    def load() -> str:
+    def once() -> str:
         if not held:
-            held.append(render.blob_reader.text(session, digest) or "")
+            held.append(load() or "")
         return held[0]
 
-    return load
+    return once
 
 
 def _facts(digest: str, load: render.TextLoader) -> tuple[bool, bool, bool]:
@@ -95,7 +100,9 @@ def _table(session: Session, digest: str, load: render.TextLoader | None = None)
     return table
 
 
-def _llvm_index(session: Session, digest: str, load: render.TextLoader, metadata_digest: str | None) -> PassIndex:
+def _llvm_index(
+    session: Session, digest: str, load: render.TextLoader, plain: render.TextLoader, metadata_digest: str | None
+) -> PassIndex:
     key = (digest, metadata_digest)
     by_node = _NODES.get(key)
     if by_node is None:
@@ -117,9 +124,9 @@ def _llvm_index(session: Session, digest: str, load: render.TextLoader, metadata
 
     def lines(file: str, line: int) -> list[int]:
         nodes = by_node.nodes.get((file, line))
-        return llvm_node_lines(load(), nodes) if nodes else []
+        return llvm_node_lines(plain() or "", nodes) if nodes else []
 
-    return PassIndex(by_node.files, lines, load)
+    return PassIndex(by_node.files, lines, plain)
 
 
 def clear() -> None:
