@@ -118,26 +118,43 @@ def _log_config() -> dict:
     return config
 
 
+async def _get_once(app, path: str) -> tuple[int, str]:
+    """One request to the app in this process, inside its lifespan (start-up and shutdown run as
+    under uvicorn). httpx's ASGI transport, not Starlette's TestClient: that is a test tool, and
+    Starlette deprecates it on httpx."""
+    import httpx
+
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            response = await client.get(path)
+    return response.status_code, response.text
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if args.get:
-        from fastapi.testclient import TestClient
+        import asyncio
 
         from app.main import create_app
 
-        with TestClient(create_app(settings)) as client:
-            response = client.get(args.get)
-            sys.stdout.write(response.text)
-            if not response.text.endswith("\n"):
-                sys.stdout.write("\n")
-            return 0 if response.status_code < 400 else 1
+        status, text = asyncio.run(_get_once(create_app(settings), args.get))
+        sys.stdout.write(text)
+        if not text.endswith("\n"):
+            sys.stdout.write("\n")
+        return 0 if status < 400 else 1
     import uvicorn
 
     _raise_open_file_limit()
     workers = args.workers or settings.workers
     if workers > 1:
-        # Each worker process builds its own app from the same environment.
+        # Each worker process builds its own app from the same environment; a missing database
+        # driver is told here once, not as a traceback per worker.
         import os
+
+        from app.db import make_engine
+
+        make_engine(settings.database_url).dispose()
 
         if args.db:
             os.environ["IRLENS_DB_URL"] = args.db
@@ -496,7 +513,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.handler(args)
+    try:
+        return args.handler(args)
+    except RuntimeError as error:
+        from app.db import DriverMissing  # late, like every command's imports
+
+        if not isinstance(error, DriverMissing):
+            raise
+        print(f"irlens: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -4,6 +4,19 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
+# Every id and number column is an Integer: 32 bits on PostgreSQL, whose driver then fails on a
+# wider value, as SQLite's does past 64 bits (OverflowError). A number beyond it names no row.
+MAX_URL_INT = 2**31 - 1
+
+
+def parse_int(text: str) -> int | None:
+    """A non-negative decimal number from a URL, or None: ASCII digits only (``str.isdigit``
+    also takes ``²`` and Arabic-Indic digits), no sign, at most MAX_URL_INT."""
+    if not text.isascii() or not text.isdigit() or len(text) > 10:
+        return None
+    value = int(text)
+    return value if value <= MAX_URL_INT else None
+
 
 def snapshot_id(run_id: str, ordinal: int, index: int) -> str:
     """Public snapshot id: unguessable because it starts with the run's id."""
@@ -12,9 +25,12 @@ def snapshot_id(run_id: str, ordinal: int, index: int) -> str:
 
 def parse_snapshot_id(value: str) -> tuple[str, int, int] | None:
     parts = value.split("-")
-    if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+    if len(parts) != 3:
         return None
-    return parts[0], int(parts[1]), int(parts[2])
+    ordinal, index = parse_int(parts[1]), parse_int(parts[2])
+    if ordinal is None or index is None:
+        return None
+    return parts[0], ordinal, index
 
 
 class Urls:

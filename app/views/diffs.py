@@ -47,7 +47,7 @@ from app.errors import error_json
 from app.models import Compilation, Run, Snapshot
 from app.page_cache import cache_response, cached_response
 from app.queries import snapshot_dict
-from app.urls import Urls, parse_snapshot_id, snapshot_id
+from app.urls import Urls, parse_int, parse_snapshot_id, snapshot_id
 from app.web import SessionDep, UrlsDep, templates
 
 router = APIRouter()
@@ -163,7 +163,7 @@ def parse_options(request: Request) -> PageOptions:
     context_text = (params.get("context") or "").strip().lower()
     if context_text == "all":
         context = -1
-    elif context_text.isdigit():
+    elif parse_int(context_text) is not None:
         context = min(int(context_text), MAX_CONTEXT)
     else:
         context = DEFAULT_CONTEXT
@@ -784,8 +784,8 @@ def diff_rows(request: Request, spec: str, session: SessionDep, urls: UrlsDep) -
     result = compute_diff(session, a, b, options.diff)
 
     def number(name: str, default: int) -> int:
-        value = request.query_params.get(name, "")
-        return int(value) if value.isdigit() else default
+        value = parse_int(request.query_params.get(name, ""))
+        return default if value is None else value
 
     start = min(number("start", 0), result.rows)
     end = max(min(number("end", start + CHUNK_ROWS), result.rows, start + 4 * CHUNK_ROWS), start)

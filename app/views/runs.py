@@ -178,7 +178,7 @@ async def _read_form(request: Request, settings) -> FormData | tuple[str, int]:
         413,
     )
     length = request.headers.get("content-length") or "0"
-    if not length.isdigit():
+    if not (length.isascii() and length.isdigit()):
         return f"bad Content-Length: {length[:40]!r}", 400
     if int(length) > limit:
         return too_large  # refused before a byte is read

@@ -23,6 +23,7 @@ from app.launches import launch_page_cells
 from app.models import Artifact, Compilation, Snapshot, Source
 from app.page_cache import cache_response, cached_response
 from app.queries import artifact_sort_key, compilation_detail, snapshot_dict
+from app.source_map import pass_indexes
 from app.urls import Urls, snapshot_id
 from app.web import SessionDep, UrlsDep, immutable_headers, int_param, respond, strip_json, wants_json
 from parsers.loc import match_source
@@ -349,9 +350,8 @@ def source_map(
     snapshots = list(compilation.snapshots)
     files: dict[str, int] = {}
     rows: list[dict[str, Any]] = []
-    for snapshot in snapshots:
-        kind = render.snapshot_kind(snapshot.kind)
-        index = render.source_index(snapshot.blob, kind, _text_loader(session, snapshot.blob))
+    indexes = pass_indexes(session, snapshots)
+    for snapshot, index in zip(snapshots, indexes, strict=True):
         for loc_file, count in index.files.items():
             files[loc_file] = files.get(loc_file, 0) + count
         if file is None or line is None:
@@ -359,7 +359,7 @@ def source_map(
         ir_lines: list[int] = []
         for loc_file in index.files:
             if _same_file(loc_file, file):
-                ir_lines.extend(index.by_source.get((loc_file, line), []))
+                ir_lines.extend(index.lines(loc_file, line))
         ir_lines.sort()
         row = {
             "index": snapshot.index,
@@ -390,13 +390,16 @@ def source_map(
         data["prev_line_url"] = urls.source_map(run_id, ordinal_number, file, line - 1) if line > 1 else None
         data["next_line_url"] = urls.source_map(run_id, ordinal_number, file, line + 1)
     if not wants_json(request):
-        data["page"] = _map_page(session, snapshots, rows, data)
+        data["page"] = _map_page(snapshots, [index.text for index in indexes], rows, data)
     return respond(request, "_snap_map.html", data)
 
 
-def _map_page(session: Session, snapshots: list[Snapshot], rows: list[dict], data: dict) -> dict:
+def _map_page(
+    snapshots: list[Snapshot], texts: list[render.TextLoader], rows: list[dict], data: dict
+) -> dict:
     """Quoted IR lines per pass (highlighted), skipping passes whose IR did not change."""
     by_index = {snapshot.index: snapshot for snapshot in snapshots}
+    text_of = {snapshot.index: text for snapshot, text in zip(snapshots, texts, strict=True)}
     quotes: dict[int, list[tuple[int, Markup]]] = {}
     seen_blobs: dict[str, int] = {}
     for row in rows:
@@ -404,9 +407,10 @@ def _map_page(session: Session, snapshots: list[Snapshot], rows: list[dict], dat
         first = seen_blobs.setdefault(snapshot.blob, row["index"])
         row_quote: list[tuple[int, Markup]] = []
         if first == row["index"] and row["lines"]:
-            text_lines = (render.blob_reader.text(session, snapshot.blob) or "").split("\n")
+            quoted = row["lines"][:MAP_SNIPPET_LINES]
+            text_lines = (text_of[row["index"]]() or "").split("\n", max(quoted))  # not past the last quoted
             kind = render.snapshot_kind(snapshot.kind)
-            for number in row["lines"][:MAP_SNIPPET_LINES]:
+            for number in quoted:
                 if number <= len(text_lines):
                     # the renderer escapes every token, so its output is safe markup
                     row_quote.append((number, Markup(render.highlight_line(text_lines[number - 1], kind))))
