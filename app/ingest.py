@@ -32,6 +32,7 @@ from app.models import (
     Source,
     Timing,
 )
+from app.op_index import OpIndex
 from parsers import cache, registry
 from parsers.compilations import CompilationGrouper, CompilationRecord
 from parsers.diagnostics import Diagnostic as ParsedDiagnostic
@@ -163,6 +164,7 @@ class Ingest:
         self.source_rows: list[dict] = []
         self.problems: list[dict] = []
         self.bytes_read = 0
+        self.op_index = OpIndex()
 
     # -- entry point -----------------------------------------------------------
     def ingest(self, inputs: Iterable) -> Run:
@@ -339,6 +341,7 @@ class Ingest:
             if dump.truncated:
                 result.grouper.mark_truncated("the log ends inside its last dump")
             return
+        self.op_index.add_blob(digest, dump.body)
         result.grouper.add(dump, digest)
 
     def _add_gap_record(self, result: LogResult, parsed) -> None:
@@ -479,6 +482,7 @@ class Ingest:
             "packs": {"strong": self.blobs.packs_strong, "fast": self.blobs.packs_fast},
             "files": len(self.inputs),
         }
+        self.op_index.write(self.session, run, ((rows[id(record)].pk, record.snapshots) for record, _ in ordered))
         self.session.flush()
 
 
