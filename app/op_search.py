@@ -168,9 +168,11 @@ def first_seen(session: Session, compilation: Compilation, urls: Urls) -> list[d
         .where(CompilationTerm.compilation_pk == compilation.pk)
         .order_by(CompilationTerm.first_index, OpTerm.name)
     )
-    passes = dict(session.execute(
-        select(Snapshot.index, Snapshot.pass_name).where(Snapshot.compilation_pk == compilation.pk)
-    ).tuples())
+    passes = {
+        index: name for index, name in session.execute(
+            select(Snapshot.index, Snapshot.pass_name).where(Snapshot.compilation_pk == compilation.pk)
+        )
+    }
     entries = []
     for name, first, last in rows:
         field_name, value = name.split(":", 1)

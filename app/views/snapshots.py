@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from app import render
 from app.highlight.hwops import GROUPS
 from app.models import Artifact, Compilation, Snapshot, Source
+from app.op_search import first_seen, indexed
 from app.page_cache import cache_response, cached_response
 from app.queries import artifact_sort_key, compilation_detail, snapshot_dict
 from app.urls import Urls, snapshot_id
@@ -83,6 +84,8 @@ def _etag_for(request: Request, digest: str) -> tuple[str, Response | None]:
 def compilation_page(request: Request, run_id: str, ordinal: str, session: SessionDep, urls: UrlsDep):
     compilation = load_compilation(session, run_id, ordinal)
     data = compilation_detail(session, compilation, urls)
+    data["first_seen"] = first_seen(session, compilation, urls)
+    data["op_indexed"] = indexed(session, compilation)
     if not wants_json(request):
         # the op columns worth showing: groups some snapshot of this compilation uses
         present = [group for group in GROUPS if any(row["ops"].get(group.key) for row in data["snapshots"])]
