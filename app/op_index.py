@@ -26,8 +26,11 @@ _BATCH = 5000
 
 # An op at the op position of a line: after optional results (`%a, %b:2 = `), maybe quoted (generic
 # form). A name has a dot: `tt.load`, `scf.for`, `llvm.call_intrinsic`. The leading `\n` is a literal
-# prefix, which lets the regex engine jump from line to line (3× faster than a MULTILINE `^`).
-_OP = re.compile(rb'\n[ \t]*(?=[%"a-z])(?:%[^\n=]*=[ \t]*)?"?([a-z_][\w$]*\.[\w$.]*[\w$])')
+# prefix, which lets the regex engine jump from line to line (3x faster than a MULTILINE `^`), and the
+# possessive quantifiers never backtrack (another 20%).
+_OP_AT = rb'[ \t]*+(?=[%"a-z])(?:%[^\n=]*+=[ \t]*+)?"?+([a-z_][\w$]*+\.[\w$.]*+)'
+_OP = re.compile(rb"\n" + _OP_AT)
+_FIRST_OP = re.compile(_OP_AT)
 # llvm.call_intrinsic "llvm.x.y": the intrinsic decides its op group (TMA, MMA, barrier...).
 _INTRINSIC = re.compile(rb'\n[ \t]*(?:%[^\n=]*=[ \t]*)?llvm\.call_intrinsic[ \t]+"(llvm\.[\w.]+)"')
 # A layout attribute, defined as an alias or written inline: #ttg.blocked<...>, #ttg.nvidia_mma<...>.
@@ -47,14 +50,17 @@ def op_group(token: str) -> str | None:
 
 def blob_terms(body: bytes) -> frozenset[str]:
     """Every term one IR text holds."""
-    names = set(_OP.findall(b"\n" + body if not body.startswith(b"\n") else body))
-    ops = [name.decode("ascii") for name in names]
+    names = set(_OP.findall(body))
+    first = _FIRST_OP.match(body)
+    if first is not None:
+        names.add(first.group(1))
+    ops = [op for op in (name.rstrip(b".").decode("ascii") for name in names) if "." in op]
     terms = {"op:" + name for name in ops}
     for name in ops:
         group = op_group(name)
         if group:
             terms.add("group:" + group)
-    if b"llvm.call_intrinsic" in names:
+    if "llvm.call_intrinsic" in ops:
         for intrinsic in set(_INTRINSIC.findall(b"\n" + body)):
             group = op_group('llvm.call_intrinsic "' + intrinsic.decode("ascii") + '"')
             if group:
