@@ -26,11 +26,11 @@ _BATCH = 5000
 
 # An op at the op position of a line: after optional results (`%a, %b:2 = `), maybe quoted (generic
 # form). A name has a dot: `tt.load`, `scf.for`, `llvm.call_intrinsic`. The leading `\n` is a literal
-# prefix, which lets the regex engine jump from line to line (3x faster than a MULTILINE `^`), and the
-# possessive quantifiers never backtrack (another 20%).
-_OP_AT = rb'[ \t]*+(?=[%"a-z])(?:%[^\n=]*+=[ \t]*+)?"?+([a-z_][\w$]*+\.[\w$.]*+)'
-_OP = re.compile(rb"\n" + _OP_AT)
-_FIRST_OP = re.compile(_OP_AT)
+# prefix, which lets the regex engine jump from line to line (3x faster than a MULTILINE `^`); the
+# possessive quantifiers never backtrack, and MLIR's printer indents with spaces and writes ` = `.
+OP_AT = rb' *+(?:%[^\n=]*+= )?+"?+([a-z_][\w$]*+\.[\w$.]*+)'
+OP = re.compile(rb"\n" + OP_AT)
+FIRST_OP = re.compile(OP_AT)
 # llvm.call_intrinsic "llvm.x.y": the intrinsic decides its op group (TMA, MMA, barrier...).
 _INTRINSIC = re.compile(rb'\n[ \t]*(?:%[^\n=]*=[ \t]*)?llvm\.call_intrinsic[ \t]+"(llvm\.[\w.]+)"')
 # A layout attribute, defined as an alias or written inline: #ttg.blocked<...>, #ttg.nvidia_mma<...>.
@@ -50,8 +50,8 @@ def op_group(token: str) -> str | None:
 
 def blob_terms(body: bytes) -> frozenset[str]:
     """Every term one IR text holds."""
-    names = set(_OP.findall(body))
-    first = _FIRST_OP.match(body)
+    names = set(OP.findall(body))
+    first = FIRST_OP.match(body)
     if first is not None:
         names.add(first.group(1))
     ops = [op for op in (name.rstrip(b".").decode("ascii") for name in names) if "." in op]

@@ -32,12 +32,12 @@ def brute_terms(text: str) -> set[str]:
     position, count_groups for the groups (hwops defines them), layout attributes anywhere."""
     terms = set()
     for line in text.split("\n"):
-        rest = line.lstrip(" \t")
+        rest = line.lstrip(" ")
         if rest.startswith("%"):
             _, equals, rest = rest.partition("=")
             if not equals:
                 continue
-            rest = rest.lstrip(" \t")
+            rest = rest.removeprefix(" ")
         match = _NAME.match(rest[1:] if rest.startswith('"') else rest)
         if match:
             terms.add("op:" + match.group(0))
