@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sqlalchemy import and_, exists, select, tuple_
+from sqlalchemy import and_, exists, func, select
 from sqlalchemy.orm import Session, aliased
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -22,6 +22,8 @@ from app.urls import Urls
 INDEX_FIELDS = ("op", "group", "layout")
 LIMIT = 100
 SUGGESTIONS = 8
+DRIVE_BY_RUNS = 2000  # index rows of a term past which the search walks runs newest first
+RUN_PAGE = 256  # runs in the first page of that walk (each next page is 4 times larger)
 
 
 @dataclass
@@ -85,20 +87,16 @@ def search_compilations(
     if unknown:
         result["unindexed_runs"] = len(unindexed_runs(session))
         return result
-    primary = aliased(CompilationTerm)
     # An alias, so that app/search.py's kernel conditions (EXISTS over compilations of the run) do not
     # correlate with the compilation found here.
     found = aliased(Compilation)
+    primary = aliased(CompilationTerm)
+    holds = select(primary.compilation_pk).where(primary.term_id.in_(resolved[0]))
     statement = (
-        select(
-            found.pk, found.run_id, found.ordinal, found.kernel, found.status,
-            Run.title, primary.first_index, primary.last_index,
-        )
-        .join(found, found.pk == primary.compilation_pk)
-        .join(Run, Run.id == found.run_id)
-        .where(primary.term_id.in_(resolved[0]))
+        select(found.pk, found.run_id, found.ordinal, found.kernel, found.status, Run.title)
+        .select_from(Run)
+        .join(found, found.run_id == Run.id)
         .order_by(Run.created_at.desc(), Run.id, found.ordinal)
-        .limit(limit + 1)
     )
     for ids in resolved[1:]:
         other = aliased(CompilationTerm)
@@ -108,15 +106,19 @@ def search_compilations(
         if name == "kernel":
             statement = statement.where(found.kernel.ilike(_like(value), escape="\\"))
     conditions = run_conditions(rest, visible)
-    if conditions:
-        statement = statement.where(and_(*conditions))
-    rows = list(session.execute(statement))
+    if (session.scalar(select(func.count()).select_from(holds.subquery())) or 0) > DRIVE_BY_RUNS:
+        rows = _newest_first(session, statement, conditions, found, primary, resolved[0], limit + 1)
+    else:  # a rarer term: from its own index range, sorting what it finds
+        statement = statement.where(found.pk.in_(holds), *conditions).limit(limit + 1)
+        rows = list(session.execute(statement))
     result["more"] = len(rows) > limit
-    rows = _merge_aliases(rows[:limit])
+    rows = rows[:limit]
+    spans = _spans(session, [row.pk for row in rows], resolved[0])
     if not rows:  # say whether older runs could still hold it
         result["unindexed_runs"] = len(unindexed_runs(session))
-    passes = _pass_names(session, rows)
+    passes = _pass_names(session, rows, spans)
     for row in rows:
+        first, last = spans[row.pk]
         result["compilations"].append({
             "url": urls.compilation(row.run_id, row.ordinal),
             "kernel": row.kernel,
@@ -124,35 +126,54 @@ def search_compilations(
             "run": row.run_id,
             "run_title": row.title,
             "run_url": urls.run(row.run_id),
-            "first": _where(urls, row, row.first_index, passes),
-            "last": _where(urls, row, row.last_index, passes),
+            "first": _where(urls, row, first, passes),
+            "last": _where(urls, row, last, passes),
         })
     return result
 
 
-def _merge_aliases(rows: list) -> list:
-    """One row per compilation: a compilation holding both spellings of an op keeps the widest span."""
-    merged: dict[int, object] = {}
-    for row in rows:
-        seen = merged.get(row.pk)
-        if seen is None:
-            merged[row.pk] = row
-        else:
-            merged[row.pk] = seen._replace(
-                first_index=min(seen.first_index, row.first_index), last_index=max(seen.last_index, row.last_index)
-            )
-    return list(merged.values())
+def _newest_first(session: Session, statement, conditions: list, found, primary, term_ids: list[int],
+                  wanted: int) -> list:
+    """A common term is met within the newest runs: take runs newest first, a growing page at a
+    time, and look for the term only in their compilations (both databases would otherwise join
+    every compilation holding it and sort them all)."""
+    runs = select(Run.id).where(*conditions).order_by(Run.created_at.desc(), Run.id)
+    statement = statement.where(exists().where(primary.compilation_pk == found.pk, primary.term_id.in_(term_ids)))
+    rows: list = []
+    offset, size = 0, RUN_PAGE
+    while len(rows) < wanted:
+        page = list(session.scalars(runs.offset(offset).limit(size)))
+        if page:
+            rows += session.execute(statement.where(Run.id.in_(page)).limit(wanted - len(rows))).all()
+        if len(page) < size:
+            break
+        offset, size = offset + size, size * 4
+    return rows
 
 
-def _pass_names(session: Session, rows: list) -> dict[tuple[int, int], str]:
-    keys = sorted({(row.pk, index) for row in rows for index in (row.first_index, row.last_index)})
+def _spans(session: Session, pks: list[int], term_ids: list[int]) -> dict[int, tuple[int, int]]:
+    """First and last index of the term in each compilation (both spellings of an op: the widest)."""
+    if not pks:
+        return {}
+    rows = session.execute(
+        select(CompilationTerm.compilation_pk, func.min(CompilationTerm.first_index), func.max(CompilationTerm.last_index))
+        .where(CompilationTerm.compilation_pk.in_(pks), CompilationTerm.term_id.in_(term_ids))
+        .group_by(CompilationTerm.compilation_pk)
+    )
+    return {pk: (first, last) for pk, first, last in rows}
+
+
+def _pass_names(session: Session, rows: list, spans: dict) -> dict[tuple[int, int], str]:
+    """The pass names of the first and last snapshots, by the (compilation, index) key."""
+    wanted = {(row.pk, index) for row in rows for index in spans[row.pk]}
+    pks = sorted({pk for pk, _ in wanted})
+    indexes = sorted({index for _, index in wanted})
     found: dict[tuple[int, int], str] = {}
-    for start in range(0, len(keys), 200):
-        chunk = keys[start:start + 200]
+    for start in range(0, len(pks), 200):
         statement = select(Snapshot.compilation_pk, Snapshot.index, Snapshot.pass_name).where(
-            tuple_(Snapshot.compilation_pk, Snapshot.index).in_(chunk)
+            Snapshot.compilation_pk.in_(pks[start:start + 200]), Snapshot.index.in_(indexes)
         )
-        found.update(((pk, index), name) for pk, index, name in session.execute(statement))
+        found.update(((pk, index), name) for pk, index, name in session.execute(statement) if (pk, index) in wanted)
     return found
 
 
