@@ -23,7 +23,7 @@ INDEX_FIELDS = ("op", "group", "layout")
 LIMIT = 100
 SUGGESTIONS = 8
 DRIVE_BY_RUNS = 2000  # index rows of a term past which the search walks runs newest first
-RUN_PAGE = 256  # runs in the first page of that walk (each next page is 4 times larger)
+RUN_PAGE = 1000  # runs in the first page of that walk (each next page is 4 times larger)
 
 
 @dataclass
@@ -106,7 +106,7 @@ def search_compilations(
         if name == "kernel":
             statement = statement.where(found.kernel.ilike(_like(value), escape="\\"))
     conditions = run_conditions(rest, visible)
-    if (session.scalar(select(func.count()).select_from(holds.subquery())) or 0) > DRIVE_BY_RUNS:
+    if (session.scalar(select(func.count()).select_from(holds.limit(DRIVE_BY_RUNS + 1).subquery())) or 0) > DRIVE_BY_RUNS:
         rows = _newest_first(session, statement, conditions, found, primary, resolved[0], limit + 1)
     else:  # a rarer term: from its own index range, sorting what it finds
         statement = statement.where(found.pk.in_(holds), *conditions).limit(limit + 1)
