@@ -9,6 +9,7 @@ made the op appear, rewrote it into other ops, changed its type or layout, or re
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ _OPS = _SizedLRU(max_bytes=32 << 20, max_items=10_000)
 MAX_OPS_SHOWN = 12  # ops listed per snapshot (a Python line can become hundreds after unrolling)
 
 _OP_LINE = re.compile(r' *(?:(%[^=]*?) = )?"?([a-z_][\w$]*\.[\w$.]*\w)')
-_LAYOUT_DEF = re.compile(r"^(#[\w$.-]+) = (#[\w.]+)<", re.M)
+_LAYOUT_DEF = re.compile(r"^(#[\w$.-]+) = (#[\w.]+)<", re.MULTILINE)
 _ALIAS = re.compile(r"#[A-Za-z_][\w$.-]*")
 _VALUE = re.compile(r"%[\w$.-]+")
 
@@ -157,7 +158,7 @@ def history(target: Target, snapshots: list[dict], ops_of: Callable[[dict], list
         })
         previous = matched
     # the pass that made a change is the one dumped just before it (each snapshot is its pass's input)
-    for before, entry in zip(timeline, timeline[1:], strict=False):
+    for before, entry in itertools.pairwise(timeline):
         if entry["event"]:
             entry["by"] = before["pass"]
     return timeline

@@ -9,6 +9,7 @@ A blob's measures come from one scan of its op names (the op index's regex) plus
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -86,7 +87,7 @@ def blob_measures(digest: str, load_text: TextLoader) -> Measures:
 def outliers(rows: list[dict]) -> list[dict]:
     """Passes whose output's line count is BLOWUP_RATIO times their input's, or 1/BLOWUP_RATIO."""
     found = []
-    for before, after in zip(rows, rows[1:], strict=False):
+    for before, after in itertools.pairwise(rows):
         old, new = before["lines"], after["lines"]
         if abs(new - old) < MIN_LINES_DELTA:
             continue
@@ -126,8 +127,8 @@ def sparkline(values: list[float | None], rows: list[dict], label: str, unit: st
             current.append(f"{x(i):.1f},{y(value):.1f}")
     if current:
         segments.append(current)
-    parts = [f'<svg class="spark" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" '
-             f'role="img" aria-label="{escape(label)} per pass">']
+    parts = [(f'<svg class="spark" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" '
+             f'role="img" aria-label="{escape(label)} per pass">')]
     for points in segments:
         if len(points) == 1:
             cx, cy = points[0].split(",")

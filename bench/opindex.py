@@ -130,7 +130,7 @@ def build(db: Database, runs: int, snapshots: int) -> dict:
 
 def _percentiles(samples: list[float]) -> dict:
     ordered = sorted(samples)
-    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
     return {"p50_ms": round(statistics.median(ordered) * 1000, 1), "p95_ms": round(p95 * 1000, 1),
             "max_ms": round(ordered[-1] * 1000, 1), "n": len(ordered)}
 

@@ -3,16 +3,32 @@ picked from, its first appearance is marked, and the .json twin and HTML page ag
 
 from __future__ import annotations
 
+import itertools
+
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from app.blobs import BlobReader
 from app.main import create_app
-from app.models import Compilation, Snapshot
+from app.models import Compilation
 from app.op_history import history, op_lines, target_from_line, target_from_value
 from app.settings import Settings
 
 PICKS_PER_SNAPSHOT = 4
+
+
+def _follower(session, reader, ops_by_blob: dict, by_index: dict):
+    """ops_of for history(): a snapshot's op lines, None for LLVM IR."""
+
+    def ops_of(row):
+        snapshot = by_index[row["index"]]
+        if snapshot.kind != "mlir":
+            return None
+        if snapshot.blob not in ops_by_blob:
+            ops_by_blob[snapshot.blob] = op_lines(reader.text(session, snapshot.blob) or "", "mlir")
+        return ops_by_blob[snapshot.blob]
+
+    return ops_of
 
 
 def test_history_follows_ops_of_every_corpus_compilation(session_db, corpus_runs):
@@ -26,14 +42,7 @@ def test_history_follows_ops_of_every_corpus_compilation(session_db, corpus_runs
             if not mlir:
                 continue
 
-            def ops_of(row, ops_by_blob=ops_by_blob, by_index={s.index: s for s in snapshots}):
-                snapshot = by_index[row["index"]]
-                if snapshot.kind != "mlir":
-                    return None
-                if snapshot.blob not in ops_by_blob:
-                    ops_by_blob[snapshot.blob] = op_lines(reader.text(session, snapshot.blob) or "", "mlir")
-                return ops_by_blob[snapshot.blob]
-
+            ops_of = _follower(session, reader, ops_by_blob, {s.index: s for s in snapshots})
             rows = [{"index": s.index, "pass": s.pass_name, "url": f"/s/{s.index}"} for s in snapshots]
             for picked_snapshot in (mlir[0], mlir[len(mlir) // 2]):
                 ops = [item for item in ops_of({"index": picked_snapshot.index}) if item.loc]
@@ -45,7 +54,7 @@ def test_history_follows_ops_of_every_corpus_compilation(session_db, corpus_runs
                     assert item.line in [op["line"] for op in entry["ops"]] or entry["count"] > len(entry["ops"])
                     first = next(e for e in timeline if e["count"])
                     assert first["event"] == "appears" and first["index"] <= picked_snapshot.index
-                    for before, after in zip(timeline, timeline[1:]):
+                    for before, after in itertools.pairwise(timeline):
                         if after["event"] == "removed":
                             assert before["count"] or before.get("untracked") and not after["count"]
                     followed += 1

@@ -38,7 +38,7 @@ def brute_terms(text: str) -> set[str]:
             if not equals:
                 continue
             rest = rest.removeprefix(" ")
-        match = _NAME.match(rest[1:] if rest.startswith('"') else rest)
+        match = _NAME.match(rest.removeprefix('"'))
         if match:
             terms.add("op:" + match.group(0))
     terms.update(f"group:{key}" for key, count in count_groups(text).items() if count)
@@ -88,7 +88,7 @@ def test_every_term_finds_exactly_the_compilations_whose_ir_holds_it(session_db,
         stored = set(session.scalars(select(OpTerm.name)))
     assert set(expected) <= stored
     runs_seen = set()
-    for term, places in expected.items():
+    for term in expected:
         field_name, value = term.split(":", 1)
         query = f'{field_name}:"{value}"' if " " in value else term
         got = _places(_search(session_db, query))

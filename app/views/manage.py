@@ -15,10 +15,10 @@ from sqlalchemy.orm import Session
 
 from app.auth import Identity, IdentityDep, check_may_change, may_change, visible_runs
 from app.models import Run
+from app.op_search import search_compilations, split_query
 from app.page_cache import forget_runs
 from app.queries import iso_time
 from app.retention import delete_run
-from app.op_search import search_compilations, split_query
 from app.search import search_runs
 from app.security import CSRF
 from app.settings import Settings

@@ -21,8 +21,8 @@ from app import render
 from app.highlight.hwops import GROUPS
 from app.models import Artifact, Compilation, Snapshot, Source
 from app.op_search import first_seen, indexed
-from app.pass_charts import chart_svgs, pass_charts
 from app.page_cache import cache_response, cached_response
+from app.pass_charts import chart_svgs, pass_charts
 from app.queries import artifact_sort_key, compilation_detail, snapshot_dict
 from app.urls import Urls, snapshot_id
 from app.web import SessionDep, UrlsDep, immutable_headers, int_param, respond, strip_json, wants_json
