@@ -173,8 +173,8 @@ def _rows(db: Database) -> set[tuple]:
         ).tuples())
 
 
-def test_backfill_indexes_older_runs_like_ingest_does(db, capsys):
-    ingest_paths(db, [corpus_archive("sm90_mix")])
+def test_backfill_indexes_older_runs_like_ingest_does(db, capsys, tmp_path):
+    mix = ingest_paths(db, [corpus_archive("sm90_mix")])
     ingest_paths(db, [corpus_archive("gfx1250_tdm")])
     at_ingest = _rows(db)
     assert at_ingest
@@ -185,6 +185,11 @@ def test_backfill_indexes_older_runs_like_ingest_does(db, capsys):
         assert len(unindexed_runs(session)) == 2
         found = search_compilations(session, split_query("group:tdm"), Urls())
         assert found["compilations"] == [] and found["unindexed_runs"] == 2
+    settings = Settings(db_url=db.url, data_dir=tmp_path, load_demo=False)
+    with TestClient(create_app(settings)) as client:
+        page = client.get(mix["compilations"][0]["url"]).text
+        assert "ingested before the op index existed" in page and "irlens index --backfill" in page
+        assert "2 runs ingested before the op index" in client.get("/search", params={"q": "group:tdm"}).text
     assert cli_main(["index", "--backfill", "--db", db.url]) == 0
     assert "indexed 2/2 runs" in capsys.readouterr().err
     assert _rows(db) == at_ingest
