@@ -23,6 +23,7 @@ from app.models import Compilation, CompilationTerm, OpTerm, Run, Snapshot
 
 VERSION = 1  # recorded in Run.stats["op_index"]; a run without it is indexed by `irlens index --backfill`
 _BATCH = 5000
+MAX_NAME = 200  # longer op names (junk, not IR) are not indexed: op_terms.name holds 500 characters
 
 # An op at the op position of a line: after optional results (`%a, %b:2 = `), maybe quoted (generic
 # form). A name has a dot: `tt.load`, `scf.for`, `llvm.call_intrinsic`. The leading `\n` is a literal
@@ -54,7 +55,7 @@ def blob_terms(body: bytes) -> frozenset[str]:
     first = FIRST_OP.match(body)
     if first is not None:
         names.add(first.group(1))
-    ops = [op for op in (name.rstrip(b".").decode("ascii") for name in names) if "." in op]
+    ops = [op for op in (name.rstrip(b".").decode("ascii") for name in names) if "." in op and len(op) <= MAX_NAME]
     terms = {"op:" + name for name in ops}
     for name in ops:
         group = op_group(name)
@@ -65,7 +66,7 @@ def blob_terms(body: bytes) -> frozenset[str]:
             group = op_group('llvm.call_intrinsic "' + intrinsic.decode("ascii") + '"')
             if group:
                 terms.add("group:" + group)
-    terms.update("layout:" + kind.decode("ascii") for kind in set(_LAYOUT.findall(body)))
+    terms.update("layout:" + kind.decode("ascii") for kind in set(_LAYOUT.findall(body)) if len(kind) <= MAX_NAME)
     return frozenset(terms)
 
 

@@ -16,7 +16,7 @@ from app.db import Database
 from app.highlight.hwops import count_groups
 from app.main import create_app
 from app.models import Compilation, CompilationTerm, OpTerm, Run, Snapshot
-from app.op_index import first_last, query_names, unindexed_runs
+from app.op_index import blob_terms, first_last, query_names, unindexed_runs
 from app.op_search import search_compilations, split_query
 from app.retention import delete_run
 from app.settings import Settings
@@ -195,6 +195,9 @@ def test_backfill_indexes_older_runs_like_ingest_does(db, capsys, tmp_path):
     assert _rows(db) == at_ingest
     with db.session() as session:
         assert unindexed_runs(session) == []
+    assert cli_main(["index", mix["run"], "--db", db.url, "--quiet"]) == 0  # re-index one run
+    assert _rows(db) == at_ingest
+    assert cli_main(["index", "0" * 32, "--db", db.url]) == 1
 
 
 def test_deleting_a_run_removes_its_index_rows(db):
@@ -209,6 +212,20 @@ def test_deleting_a_run_removes_its_index_rows(db):
         )
         assert left == 0
     assert {row[0] for row in _rows(db)} == {keep}
+
+
+def test_a_runaway_op_name_is_not_indexed(session_db, corpus_runs):
+    """A real snapshot with one of its op lines given a 10,000-character name (a damaged log's
+    junk): the other terms stay, the long one is left out (op_terms.name holds 500 characters)."""
+    with session_db.session() as session:
+        blob = session.scalar(select(Snapshot.blob).where(Snapshot.kind == "mlir").limit(1))
+        text = (BlobReader().text(session, blob) or "").encode()
+    terms = blob_terms(text)
+    line = next(line for line in text.split(b"\n") if b" = arith.constant" in line)
+    junk = line.replace(b"arith.constant", b"arith." + b"x" * 10_000)
+    damaged = blob_terms(text.replace(line, junk, 1))
+    assert damaged <= terms | {"op:arith.constant"} and all(len(term) < 300 for term in damaged)
+    assert terms - damaged <= {"op:arith.constant"}
 
 
 def test_first_last_spans_runs_of_equal_sets():
