@@ -66,3 +66,18 @@ def test_chart_points_link_to_their_snapshots(matmul, browser_page, page_errors)
     lines.locator("a").nth(3).click()
     expect(page).to_have_url(re.compile(r"/s/3$"))
     assert page_errors == []
+
+
+def test_op_search_results_step_with_the_keyboard(matmul, server_url, browser_page, page_errors):
+    page = browser_page
+    page.goto(f"{server_url}/search?q=op:ttng.async_tma_copy_global_to_local")
+    rows = page.locator("#op-results tr.pass")
+    expect(rows.first).to_be_visible()
+    ready(page)
+    page.locator("h1").click()  # out of the search box, which has the focus
+    page.keyboard.press("j")
+    expect(rows.first).to_have_class(re.compile(r"\bcursor\b"))
+    target = rows.first.get_attribute("data-url")
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(re.escape(target) + "$"))
+    assert page_errors == []
