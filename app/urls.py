@@ -87,6 +87,15 @@ class Urls:
             url += f"?file={quote(file, safe='/')}" + (f"&line={line}" if line is not None else "")
         return url
 
+    def op_history(self, run_id: str, ordinal: int, index: int | None = None, line: int | None = None,
+                   value: str | None = None, file: str | None = None, py_line: int | None = None) -> str:
+        """One op followed through every pass: from snapshot `index`'s IR `line` or SSA `value`, or
+        from a Python `file` and `py_line`."""
+        params = [(key, str(val)) for key, val in (("s", index), ("line", line), ("value", value),
+                                                    ("file", file), ("py", py_line)) if val is not None]
+        query = "&".join(f"{key}={quote(val, safe='/')}" for key, val in params)
+        return self.compilation(run_id, ordinal) + "/history" + (f"?{query}" if query else "")
+
     def source(self, run_id: str, path: str) -> str:
         return self.path(f"/runs/{run_id}/src/{quote(path)}")
 

@@ -21,7 +21,9 @@ from app import render
 from app.highlight.hwops import GROUPS
 from app.launches import launch_page_cells
 from app.models import Artifact, Compilation, Snapshot, Source
+from app.op_search import first_seen, indexed
 from app.page_cache import cache_response, cached_response
+from app.pass_charts import chart_svgs, pass_charts
 from app.queries import artifact_sort_key, compilation_detail, snapshot_dict
 from app.source_map import pass_indexes
 from app.urls import Urls, snapshot_id
@@ -85,10 +87,20 @@ def _etag_for(request: Request, digest: str) -> tuple[str, Response | None]:
 def compilation_page(request: Request, run_id: str, ordinal: str, session: SessionDep, urls: UrlsDep):
     compilation = load_compilation(session, run_id, ordinal)
     data = compilation_detail(session, compilation, urls)
+    data["first_seen"] = first_seen(session, compilation, urls)
+    data["op_indexed"] = indexed(session, compilation)
+    data["charts"] = pass_charts(
+        list(compilation.snapshots), data["snapshots"], lambda digest: _text_loader(session, digest)
+    )
     if not wants_json(request):
         # the op columns worth showing: groups some snapshot of this compilation uses
         present = [group for group in GROUPS if any(row["ops"].get(group.key) for row in data["snapshots"])]
-        data["page"] = {"groups": present, "launch_cells": launch_page_cells(data["launches"])}
+        data["page"] = {
+            "groups": present,
+            "launch_cells": launch_page_cells(data["launches"]),
+            "charts": chart_svgs(data["charts"], data["snapshots"]),
+            "outliers": {item["index"]: item for item in data["charts"]["outliers"]},
+        }
     return respond(request, "compilation.html", data)
 
 
