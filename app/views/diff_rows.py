@@ -428,9 +428,12 @@ def _changes_in(result: DiffResult, start: int, end: int) -> tuple[int | None, i
     return (numbers[0], numbers[-1]) if numbers else (None, None)
 
 
-def page_pieces(result: DiffResult, renderer: RowRenderer, context: int) -> list[Piece]:
+def page_pieces(
+    result: DiffResult, renderer: RowRenderer, context: int, inline_rows: int | None = None
+) -> list[Piece]:
+    """Hunks cut into pieces: the first `inline_rows` rows rendered, later chunks left to load."""
     pieces: list[Piece] = []
-    budget = INLINE_ROWS
+    budget = INLINE_ROWS if inline_rows is None else inline_rows
     eager = True
     previous_end = 0
     for hunk in result.hunks(context):
