@@ -284,11 +284,12 @@ def run_variants(session: Session, run: Run, urls: Urls) -> list[dict[str, Any]]
         .order_by(Snapshot.compilation_pk, Snapshot.index)
     ):
         steps[row.compilation_pk].append(row)
-    asm_sizes: dict[int, tuple[str, int]] = {}
+    files: dict[int, dict[str, tuple[str, int]]] = {}  # the final stages' cache files: kind and size
     for artifact in session.scalars(
-        select(Artifact).where(Artifact.compilation_pk.in_(pks), Artifact.kind.in_(("ptx", "amdgcn")))
+        select(Artifact).where(Artifact.compilation_pk.in_(pks), Artifact.kind.in_(("ttgir", "llir", "ptx", "amdgcn")))
     ):
-        asm_sizes.setdefault(artifact.compilation_pk, (artifact.kind, artifact.size))
+        key = "asm" if artifact.kind in ("ptx", "amdgcn") else artifact.kind
+        files.setdefault(artifact.compilation_pk, {}).setdefault(key, (artifact.kind, artifact.size))
     out = []
     for kernel, members in groups.items():
         first_steps = [PassStep(r.pass_arg, r.pass_name, r.when, r.blob) for r in steps[members[0].pk]]
@@ -306,7 +307,7 @@ def run_variants(session: Session, run: Run, urls: Urls) -> list[dict[str, Any]]
                                "index": pair.b, "only_in_first": pair.b is None}
             last = {stage: next((r.line_count for r in reversed(mine) if r.stage == stage), None)
                     for stage in ("ttgir", "llvm-ir")}
-            asm = asm_sizes.get(compilation.pk)
+            mine_files = files.get(compilation.pk, {})
             cid = compilation_id(compilation.run_id, compilation.ordinal)
             rows.append(
                 {
@@ -318,11 +319,11 @@ def run_variants(session: Session, run: Run, urls: Urls) -> list[dict[str, Any]]
                     "passes": len(mine),
                     "departs": departs,
                     "identical_to_first": position > 0 and departs is None,
+                    # lines of the last dump of a stage, and the size of its cache file
                     "final": {
-                        "ttgir_lines": last["ttgir"],
-                        "llir_lines": last["llvm-ir"],
-                        "asm_kind": asm[0] if asm else None,
-                        "asm_bytes": asm[1] if asm else None,
+                        "ttgir": {"lines": last["ttgir"], "bytes": mine_files.get("ttgir", (None, None))[1]},
+                        "llir": {"lines": last["llvm-ir"], "bytes": mine_files.get("llir", (None, None))[1]},
+                        "asm": {"kind": mine_files.get("asm", (None, None))[0], "bytes": mine_files.get("asm", (None, None))[1]},
                     },
                     "compare_first_url": urls.compare(compilation_id(members[0].run_id, members[0].ordinal), cid)
                     if position > 0 else None,

@@ -18,6 +18,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app import render
+from app.auth import identify, visible_runs
+from app.comparisons import compare_candidates
 from app.highlight.hwops import GROUPS
 from app.models import Artifact, Compilation, Snapshot, Source
 from app.page_cache import cache_response, cached_response
@@ -83,6 +85,8 @@ def _etag_for(request: Request, digest: str) -> tuple[str, Response | None]:
 def compilation_page(request: Request, run_id: str, ordinal: str, session: SessionDep, urls: UrlsDep):
     compilation = load_compilation(session, run_id, ordinal)
     data = compilation_detail(session, compilation, urls)
+    visible = visible_runs(identify(request), request.app.state.settings)  # other runs: those the reader may list
+    data["compare_with"] = compare_candidates(session, compilation, urls, visible)
     if not wants_json(request):
         # the op columns worth showing: groups some snapshot of this compilation uses
         present = [group for group in GROUPS if any(row["ops"].get(group.key) for row in data["snapshots"])]
