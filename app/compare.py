@@ -47,26 +47,28 @@ def pairable(x: PassStep, y: PassStep) -> bool:
     return x.pass_name == y.pass_name
 
 
+def _twins(x: PassStep, y: PassStep) -> bool:
+    return x.blob == y.blob and pairable(x, y)
+
+
 def align(a: Sequence[PassStep], b: Sequence[PassStep]) -> list[Pair]:
     """The rows of a maximal alignment of `a` and `b`, in order; one-side-only steps of a gap come
     A's first, then B's (as a diff lists deletions before insertions).
 
-    A common prefix and suffix pair off at once (any maximal alignment can be made to include
-    them); the middle is a dynamic programme over (pairs, identical pairs), O(len(a) * len(b)).
+    A common prefix and suffix of identical twins pair off at once (any best alignment can be made
+    to include them: swapping one in never loses a pair or an identical one); the middle is a dynamic programme over (pairs, identical pairs), O(len(a) * len(b)).
     """
     n, m = len(a), len(b)
     head = 0
-    while head < n and head < m and pairable(a[head], b[head]):
+    while head < n and head < m and _twins(a[head], b[head]):
         head += 1
     tail = 0
-    while tail < n - head and tail < m - head and pairable(a[n - 1 - tail], b[m - 1 - tail]):
+    while tail < n - head and tail < m - head and _twins(a[n - 1 - tail], b[m - 1 - tail]):
         tail += 1
     middle = _align_middle(a, b, head, n - tail, head, m - tail)
-    rows = [Pair(i, i, a[i].blob == b[i].blob) for i in range(head)]
+    rows = [Pair(i, i, True) for i in range(head)]
     rows += middle
-    rows += [
-        Pair(n - tail + k, m - tail + k, a[n - tail + k].blob == b[m - tail + k].blob) for k in range(tail)
-    ]
+    rows += [Pair(n - tail + k, m - tail + k, True) for k in range(tail)]
     return rows
 
 

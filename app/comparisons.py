@@ -323,7 +323,8 @@ def run_variants(session: Session, run: Run, urls: Urls) -> list[dict[str, Any]]
                     "final": {
                         "ttgir": {"lines": last["ttgir"], "bytes": mine_files.get("ttgir", (None, None))[1]},
                         "llir": {"lines": last["llvm-ir"], "bytes": mine_files.get("llir", (None, None))[1]},
-                        "asm": {"kind": mine_files.get("asm", (None, None))[0], "bytes": mine_files.get("asm", (None, None))[1]},
+                        "asm": {"lines": None, "kind": mine_files.get("asm", (None, None))[0],
+                                "bytes": mine_files.get("asm", (None, None))[1]},
                     },
                     "compare_first_url": urls.compare(compilation_id(members[0].run_id, members[0].ordinal), cid)
                     if position > 0 else None,
