@@ -20,7 +20,7 @@ from app import render
 from app.compare import Pair, PassStep, align, first_divergence
 from app.highlight.hwops import GROUPS
 from app.models import Artifact, Blob, Compilation, Run, Snapshot
-from app.queries import compilation_summary, iso_time
+from app.queries import compilation_detail, iso_time
 from app.urls import Urls, compilation_id, parse_compilation_id, snapshot_id
 
 # Compile options shown first when two compilations differ, in this order; other metadata keys
@@ -78,19 +78,17 @@ def load_side(session: Session, public_id: str) -> Side:
     return Side(public_id, compilation, run, snapshots)
 
 
-def side_info(side: Side, urls: Urls) -> dict[str, Any]:
-    """The compilation as its own page's JSON summarises it, plus where it comes from."""
+def side_info(session: Session, side: Side, urls: Urls) -> dict[str, Any]:
+    """The compilation as its own page's JSON has it (snapshots, files, metadata...), plus its
+    public id and where it comes from."""
     compilation = side.compilation
-    data = compilation_summary(compilation, urls)
+    data = compilation_detail(session, compilation, urls)
     data.update(
         {
             "compilation": compilation_id(compilation.run_id, compilation.ordinal),
-            "run": compilation.run_id,
             "run_title": side.run.title or compilation.run_id,
-            "run_url": urls.run(compilation.run_id),
             "created_at": iso_time(side.run.created_at),
             "passes": len(side.snapshots),
-            "metadata": compilation.metadata_json,
         }
     )
     return data

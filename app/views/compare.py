@@ -110,8 +110,8 @@ def page_data(session: Session, a: Side, b: Side, options: CompareOptions, urls:
     a_stages, b_stages = final_stages(session, a), final_stages(session, b)
     url = urls.compare(a.id, b.id)
     return {
-        "a": side_info(a, urls),
-        "b": side_info(b, urls),
+        "a": side_info(session, a, urls),
+        "b": side_info(session, b, urls),
         "options": options.as_dict(),
         "pairs": rows,
         "first_divergence": divergence,
