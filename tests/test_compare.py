@@ -289,6 +289,7 @@ def test_empty_states_and_bad_ids(site):
     picked = client.get(f"/compare?a={cid(recompile, 1)}&b={cid(recompile, 2)}", follow_redirects=False)
     assert picked.status_code == 303 and picked.headers["location"].endswith(f"/compare/{cid(recompile, 1)}..{cid(recompile, 2)}")
     assert client.get("/compare?a=x").status_code == 400
+    assert client.get(f"/compare?a={cid(recompile, 1)}&b=//elsewhere.example/x", follow_redirects=False).status_code == 400
 
 
 # --------------------------------------------------------------------------- picking

@@ -35,7 +35,7 @@ from app.diff import DEFAULT_CONTEXT, MAX_CONTEXT, DiffOptions
 from app.errors import error_json
 from app.highlight.hwops import GROUPS
 from app.page_cache import cache_response, cached_response
-from app.urls import Urls, snapshot_id
+from app.urls import Urls, parse_compilation_id, snapshot_id
 from app.views import diffs
 from app.views.diff_rows import PageOptions, RowRenderer, page_pieces, parse_options
 from app.web import SessionDep, UrlsDep, templates
@@ -236,8 +236,8 @@ def _render_block(block: str, context: dict[str, Any]) -> str:
 def compare_pick(request: Request, urls: UrlsDep) -> Response:
     """The variants table's form: `?a=RUN-ORDINAL&b=RUN-ORDINAL` → the comparison's page."""
     left, right = (request.query_params.get(name, "").strip() for name in ("a", "b"))
-    if not left or not right:
-        return _not_found(request, urls, "choose two compilations to compare (a= and b=)", False, 400)
+    if parse_compilation_id(left) is None or parse_compilation_id(right) is None:
+        return _not_found(request, urls, "choose two compilations to compare (a= and b=, each RUN-COMPILATION)", False, 400)
     return RedirectResponse(urls.compare(left, right), status_code=303)
 
 
