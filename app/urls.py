@@ -33,6 +33,17 @@ def parse_snapshot_id(value: str) -> tuple[str, int, int] | None:
     return parts[0], ordinal, index
 
 
+def compilation_id(run_id: str, ordinal: int) -> str:
+    """Public compilation id, the prefix of its snapshots' ids: `{run}-{ordinal}`."""
+    return f"{run_id}-{ordinal}"
+
+
+def parse_compilation_id(value: str) -> tuple[str, int] | None:
+    parts = value.split("-")
+    ordinal = parse_int(parts[1]) if len(parts) == 2 and parts[0] else None
+    return None if ordinal is None else (parts[0], ordinal)
+
+
 class Urls:
     def __init__(self, base_url: str = "") -> None:
         base = base_url.strip().rstrip("/")
@@ -101,6 +112,18 @@ class Urls:
 
     def diff(self, left: str, right: str) -> str:
         return self.path(f"/diff/{left}..{right}")
+
+    def compare(self, left: str, right: str) -> str:
+        """Two compilations pass by pass; `left` and `right` are compilation ids (`RUN-ORDINAL`)."""
+        return self.path(f"/compare/{left}..{right}")
+
+    def compare_row(self, left: str, right: str, row: int) -> str:
+        """One aligned row of a comparison: its diff's size, and whether it is the same ignoring noise."""
+        return self.compare(left, right) + f"/rows/{row}"
+
+    def compare_pick(self) -> str:
+        """A form's target: `?a=RUN-ORDINAL&b=RUN-ORDINAL` redirects to the comparison."""
+        return self.path("/compare")
 
     # -- teams: sign-in, search, managing a run (app/views/auth.py, app/views/manage.py) --
     def signin(self, next_url: str | None = None) -> str:

@@ -18,13 +18,15 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app import render
+from app.auth import identify, visible_runs
+from app.comparisons import compare_candidates
+from app.compilation_data import compilation_data
 from app.highlight.hwops import GROUPS
 from app.launches import launch_page_cells
 from app.models import Artifact, Compilation, Snapshot, Source
-from app.op_search import first_seen, indexed
 from app.page_cache import cache_response, cached_response
-from app.pass_charts import chart_svgs, pass_charts
-from app.queries import artifact_sort_key, compilation_detail, snapshot_dict
+from app.pass_charts import chart_svgs
+from app.queries import artifact_sort_key, snapshot_dict
 from app.source_map import pass_indexes
 from app.urls import Urls, snapshot_id
 from app.web import SessionDep, UrlsDep, immutable_headers, int_param, respond, strip_json, wants_json
@@ -86,12 +88,9 @@ def _etag_for(request: Request, digest: str) -> tuple[str, Response | None]:
 @router.get("/runs/{run_id}/c/{ordinal}")
 def compilation_page(request: Request, run_id: str, ordinal: str, session: SessionDep, urls: UrlsDep):
     compilation = load_compilation(session, run_id, ordinal)
-    data = compilation_detail(session, compilation, urls)
-    data["first_seen"] = first_seen(session, compilation, urls)
-    data["op_indexed"] = indexed(session, compilation)
-    data["charts"] = pass_charts(
-        list(compilation.snapshots), data["snapshots"], lambda digest: _text_loader(session, digest)
-    )
+    data = compilation_data(session, compilation, urls)
+    visible = visible_runs(identify(request), request.app.state.settings)  # other runs: those the reader may list
+    data["compare_with"] = compare_candidates(session, compilation, urls, visible)
     if not wants_json(request):
         # the op columns worth showing: groups some snapshot of this compilation uses
         present = [group for group in GROUPS if any(row["ops"].get(group.key) for row in data["snapshots"])]
