@@ -53,7 +53,7 @@ def check(fx) -> str | None:
         return None if "error" in fx else f"we refused ({e}) but Triton answered"
     if "error" in fx:
         return f"Triton refused ({fx['error']}) but we answered"
-    want = fx["bases"]
+    want = fx["bases"] if "bases" in fx else fx["tmem"]
     got = {k: ll.in_bases(k) for k in want}
     return None if got == want else f"got {got}\n want {want}"
 

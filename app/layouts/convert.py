@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.layouts import amd, distributed, mma, shared
+from app.layouts import amd, distributed, mma, shared, tmem
 from app.layouts.errors import LayoutError
 from app.layouts.linear import LinearLayout
 from app.layouts.parse import Encoding, parse_encoding
@@ -46,7 +46,7 @@ def to_linear_layout(enc: Encoding | str, shape: list[int]) -> LinearLayout:
     if kind == "ttg.padded_shared":
         raise LayoutError("padded_shared has no plain linear layout (padding is added on top): use padded_parts")
     if kind in TENSOR_MEMORY_KINDS:
-        raise LayoutError("tensor memory layouts are not drawn yet")
+        return tmem.tensor_memory(p, shape)
     raise LayoutError(f"{kind} layouts are not drawn here")
 
 

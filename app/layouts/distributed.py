@@ -65,7 +65,7 @@ def linear(params: dict, shape: list[int]) -> LinearLayout:
     labeled = {names[d]: shape[d] for d in order}
     ll = ll.transpose_outs(permuted)
     ll = ensure_not_smaller(ll, labeled)
-    ll = ensure_not_larger(ll, labeled, broadcast_registers=False)
+    ll = ensure_not_larger(ll, labeled)
     return ll.transpose_outs(names)
 
 
