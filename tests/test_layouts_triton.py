@@ -8,6 +8,7 @@ pair used by a tensor or memdesc in the corpus, plus a parameter sweep.
 from __future__ import annotations
 
 import gzip
+import re
 import json
 from collections import Counter
 from pathlib import Path
@@ -88,3 +89,17 @@ def test_fixtures_cover_every_kind():
 def test_not_power_of_two_is_refused(text):
     with pytest.raises(LayoutError, match="power of two"):
         to_linear_layout(text, [48])
+
+
+def test_owners_equal_tritons_tensor_view():
+    """Per element, the [thread, register] owners we answer are Triton's own T<thread>:<register>
+    printout (format_tensor_view), broadcast copies included."""
+    from app.layouts.mapping import describe
+
+    views = [fx for fx in load()["fixtures"] if "tensor_view" in fx]
+    assert len(views) > 300
+    for fx in views:
+        cells = [c for c in re.split(r"[\[\],]", fx["tensor_view"]) if c.strip()]
+        want = [sorted([int(t), int(r)] for t, r in re.findall(r"T(\d+):(\d+)", c)) for c in cells]
+        got = describe(fx["attr"], fx["shape"])["owners"]
+        assert [sorted(o) for o in got] == want, (fx["attr"], fx["shape"])
