@@ -8,8 +8,8 @@ pair used by a tensor or memdesc in the corpus, plus a parameter sweep.
 from __future__ import annotations
 
 import gzip
-import re
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -84,8 +84,8 @@ def test_fixtures_cover_every_kind():
         assert kinds[k] > 0, k
 
 
-@pytest.mark.parametrize("text", ["#ttg.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], "
-                                  "order = [0]}>"])
+@pytest.mark.parametrize("text", [("#ttg.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], "
+                                   "order = [0]}>")])
 def test_not_power_of_two_is_refused(text):
     with pytest.raises(LayoutError, match="power of two"):
         to_linear_layout(text, [48])

@@ -6,8 +6,8 @@ against Triton 3.9's own ``to_linear_layout`` in tests/test_layouts_triton.py.
 No Triton import at run time.
 """
 
+from app.layouts.convert import to_linear_layout
 from app.layouts.errors import LayoutError
 from app.layouts.linear import LinearLayout
-from app.layouts.convert import to_linear_layout
 
 __all__ = ["LayoutError", "LinearLayout", "to_linear_layout"]

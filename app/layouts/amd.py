@@ -4,7 +4,7 @@ operands (LinearLayoutConversions.cpp, Triton 3.9)."""
 from __future__ import annotations
 
 from app.layouts.cga import cga_without_dim, check_shape, combine, shape_per_cta
-from app.layouts.distributed import broadcasted_dot_operand, identity_nd, int_list, matrix_order
+from app.layouts.distributed import broadcasted_dot_operand, int_list, matrix_order
 from app.layouts.errors import LayoutError
 from app.layouts.linear import LinearLayout, log2, out_names
 
@@ -148,7 +148,7 @@ def wmma(params: dict, shape: list[int]) -> LinearLayout:
 def wmma_dot(op_idx: int, kwidth: int, parent: dict, shape: list[int]) -> LinearLayout:
     """wmmaDotOperandToLinearLayout: wmma v1 holds 16 K elements per lane and the upper half-warp
     repeats the lower; v2 and v3 hold kWidth K elements and the upper half-warp the next kWidth."""
-    version, warp, regs, (rank,) = _wmma_parts(parent)
+    version, warp, _regs, (rank,) = _wmma_parts(parent)
     check_shape(shape, rank, "the dot operand")
     if kwidth <= 0:
         raise LayoutError("dot_op of amd_wmma needs kWidth")

@@ -71,4 +71,4 @@ def combine(cta: LinearLayout, params: dict, shape: list[int], drop_registers: b
     return ret
 
 
-__all__ = ["check_shape", "cga_layout", "cga_without_dim", "combine", "log2", "shape_per_cta"]
+__all__ = ["cga_layout", "cga_without_dim", "check_shape", "combine", "log2", "shape_per_cta"]

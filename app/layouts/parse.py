@@ -50,7 +50,7 @@ class _Reader:
         return tok
 
     def expect(self, value: str) -> None:
-        kind, got = self.next()
+        _kind, got = self.next()
         if got != value:
             raise LayoutError(f"expected {value!r} at {self.pos} in the encoding, found {got!r}")
 
