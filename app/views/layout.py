@@ -7,8 +7,8 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
 
 from app.layouts.errors import LayoutError
-from app.layouts.mapping import describe
-from app.layouts.parse import parse_shape
+from app.layouts.mapping import describe, layout_kind
+from app.layouts.parse import parse_encoding, parse_shape
 from app.layouts.picture import picture
 from app.web import respond, wants_json
 
@@ -25,8 +25,19 @@ def layout_page(request: Request, attr: str = "", shape: str = "", dtype: str = 
             raise HTTPException(400, "attr (the encoding, aliases expanded) and shape (like 64x128) are required")
         return respond(request, "layout.html", {"form": form, "layout": None, "error": None})
     try:
-        layout = describe(attr, parse_shape(shape), dtype)
+        dims = parse_shape(shape)
+        buffers = None
+        try:
+            layout = describe(attr, dims, dtype)
+        except LayoutError as e:
+            # A multi-buffered memdesc (3x128x64 of a rank-2 shared layout): the page draws one
+            # buffer and says so; the JSON answers what Triton answers, a refusal.
+            if wants_json(request) or "has rank" not in str(e) or layout_kind(parse_encoding(attr)) != "shared":
+                raise
+            layout, buffers = _one_buffer(attr, dims, dtype, e)
         drawn = None if wants_json(request) else picture(layout, row0, col0, lead)
+        if buffers:
+            drawn["notes"].insert(0, buffers)
     except LayoutError as e:
         if wants_json(request):
             raise HTTPException(400, f"not drawable: {e}") from None
@@ -37,3 +48,14 @@ def layout_page(request: Request, attr: str = "", shape: str = "", dtype: str = 
     summary = {k: v for k, v in layout.items() if k not in ("owners", "offsets", "banks", "cells", "block_of")}
     return respond(request, "layout.html", {"form": form, "layout": summary, "picture": drawn, "error": None,
                                             "lead": lead})
+
+
+def _one_buffer(attr: str, dims: list[int], dtype: str, error: LayoutError) -> tuple[dict, str]:
+    for k in range(1, len(dims)):
+        try:
+            layout = describe(attr, dims[k:], dtype)
+        except LayoutError:
+            continue
+        lead = "x".join(map(str, dims[:k]))
+        return layout, f"one buffer of {'x'.join(map(str, dims[k:]))}: the memdesc holds {lead} of them"
+    raise error

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from app import render
 from app.highlight.hwops import GROUPS
+from app.layouts.aliases import drawable
 from app.models import Artifact, Compilation, Snapshot, Source
 from app.page_cache import cache_response, cached_response
 from app.queries import artifact_sort_key, compilation_detail, snapshot_dict
@@ -560,6 +561,8 @@ def _ir_page(
         {"start": start, "count": min(step, rendered.line_count - start), "url": lines_url(start, step)}
         for start in range(shown, rendered.line_count, step)
     ]
+    # What the layout inspector can draw, aliases expanded: a click on a use opens it at that shape.
+    drawn = drawable({alias: layout.definition for alias, layout in rendered.layouts.items()})
     script_data = None
     if pending:  # the lines not in the page yet: what the script needs to find and mark them
         script_data = json.dumps(
@@ -576,7 +579,8 @@ def _ir_page(
         "op_marks": any(rendered.op_lines.values()),
         "loc_tokens": rendered.loc_tokens,
         "layouts": [
-            {"alias": alias, "colour": rendered.layout_colours[alias], **render.layout_dict(layout)}
+            {"alias": alias, "colour": rendered.layout_colours[alias], "draw": drawn.get(alias),
+             **render.layout_dict(layout)}
             for alias, layout in rendered.layouts.items()
         ],
         "encodings": [
