@@ -55,6 +55,26 @@
     return match ? url(attr, match) : null;
   }
 
+  // Beside each ttg.convert_layout line: what its lowering costs (listed in #cvt-legend).
+  const costs = new Map();
+  document.querySelectorAll("[data-cvt-line]").forEach((li) => costs.set("L" + li.dataset.cvtLine, li.dataset.cvtKind));
+  function markCosts() {
+    costs.forEach((kind, id) => {
+      const line = document.getElementById(id);
+      if (line && !line.dataset.cvt) line.dataset.cvt = kind;
+    });
+  }
+  if (costs.size) {
+    markCosts();
+    const ir = document.querySelector(".ir");
+    let queued = false;
+    if (ir) new MutationObserver(() => {
+      if (queued) return;
+      queued = true;
+      requestAnimationFrame(() => { queued = false; markCosts(); });
+    }).observe(ir, { childList: true, subtree: true });
+  }
+
   document.addEventListener("click", function (event) {
     if (event.button !== 0 || event.defaultPrevented) return;
     const href = target(event);

@@ -6,8 +6,9 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
 
+from app.layouts.conversion import conversion
 from app.layouts.errors import LayoutError
-from app.layouts.mapping import describe, layout_kind
+from app.layouts.mapping import describe, dtype_bits, layout_kind
 from app.layouts.parse import parse_encoding, parse_shape
 from app.layouts.picture import picture
 from app.web import respond, wants_json
@@ -18,8 +19,8 @@ router = APIRouter()
 @router.get("/-/layout")
 @router.get("/-/layout.json")
 def layout_page(request: Request, attr: str = "", shape: str = "", dtype: str = "f16", row0: int = 0,
-                col0: int = 0, lead: str = ""):
-    form = {"attr": attr, "shape": shape, "dtype": dtype}
+                col0: int = 0, lead: str = "", to: str = "", target: str = ""):
+    form = {"attr": attr, "shape": shape, "dtype": dtype, "to": to, "target": target}
     if not attr or not shape:
         if wants_json(request):
             raise HTTPException(400, "attr (the encoding, aliases expanded) and shape (like 64x128) are required")
@@ -35,6 +36,9 @@ def layout_page(request: Request, attr: str = "", shape: str = "", dtype: str = 
             if wants_json(request) or "has rank" not in str(e) or layout_kind(parse_encoding(attr)) != "shared":
                 raise
             layout, buffers = _one_buffer(attr, dims, dtype, e)
+        if to:
+            layout["conversion"] = {**conversion(attr, to, layout["shape"], dtype_bits(dtype)),
+                                    "to": to, "dtype": dtype, "target": target or None}
         drawn = None if wants_json(request) else picture(layout, row0, col0, lead)
         if buffers:
             drawn["notes"].insert(0, buffers)

@@ -7,6 +7,7 @@ of an immutable blob and the render version.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +21,7 @@ from sqlalchemy.orm import Session
 from app import render
 from app.highlight.hwops import GROUPS
 from app.layouts.aliases import drawable
+from app.layouts.cvt_costs import convert_costs, summary
 from app.models import Artifact, Compilation, Snapshot, Source
 from app.page_cache import cache_response, cached_response
 from app.queries import artifact_sort_key, compilation_detail, snapshot_dict
@@ -507,10 +509,22 @@ def _ir_fields(
             for item in matched
         ],
     }
+    fields["conversions"] = _conversions(rendered, load_text)
+    fields["conversion_counts"] = summary(fields["conversions"])
     if full:
         fields["text"] = load_text() or ""
         fields["locs"] = rendered.locs_json()
     return fields
+
+
+def _conversions(rendered: render.Analysis, load_text: render.TextLoader) -> list[dict[str, Any]]:
+    """Each ttg.convert_layout with what its lowering costs (app/layouts/cvt_costs.py)."""
+    if rendered.kind != "mlir":
+        return []
+    text = load_text() or ""
+    if "convert_layout" not in text:
+        return []
+    return convert_costs(io.StringIO(text))
 
 
 def _ir_page(
