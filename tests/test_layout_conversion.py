@@ -83,3 +83,31 @@ def test_layout_json_answers_the_conversion():
         assert r.status_code == 200, r.text
         assert r.json()["conversion"]["kind"] == "shuffles"
         assert r.json()["conversion"]["scratch_bytes"] == 0
+
+
+def test_compilation_and_snapshot_pages_count_conversions(tmp_path):
+    """A real capture: the timeline counts each pass's conversions through shared memory, and the
+    snapshot lists each convert_layout with its cost and a link that draws it."""
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.settings import Settings
+    from tests.conftest import form_token, fresh_db_url
+
+    archive = corpus_archive("sm90_mix")
+    app = create_app(Settings(db_url=fresh_db_url(tmp_path), data_dir=tmp_path, load_demo=False))
+    with TestClient(app) as client:
+        r = client.post("/runs", files=[("file", (archive.name, archive.read_bytes(), "application/octet-stream"))],
+                        data={"csrf_token": form_token(client)}, headers={"accept": "application/json"})
+        assert r.status_code == 201, r.text
+        compilation = next(c for c in r.json()["compilations"] if c["kernel"] == "attention_fwd_kernel")
+        detail = client.get(compilation["url"] + ".json").json()
+        with_shared = [s for s in detail["snapshots"] if s["conversions"].get("shared")]
+        assert with_shared, "no pass of the attention kernel converts through shared memory"
+        page = client.get(compilation["url"], headers={"accept": "text/html"}).text
+        n = with_shared[0]["conversions"]["shared"]
+        assert f"{n} conversion{'s' if n != 1 else ''} through shared memory" in page
+        snap = client.get(with_shared[0]["url"] + ".json").json()
+        assert sum(1 for c in snap["conversions"] if c["kind"] == "shared") == n
+        html_page = client.get(with_shared[0]["url"], headers={"accept": "text/html"}).text
+        assert 'data-cvt-kind="shared"' in html_page and "/-/layout?attr=" in html_page and "&amp;to=" in html_page

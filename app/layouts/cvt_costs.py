@@ -3,6 +3,7 @@ defined before use), each distinct (source, destination, shape, element type) de
 
 from __future__ import annotations
 
+import io
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -91,3 +92,24 @@ def summary(costs: list[dict]) -> list[dict]:
     counts = Counter(c["kind"] for c in costs)
     return [{"kind": k, "label": LABELS[k], "count": counts[k]} for k in ("shared", "shuffles", "registers", "none")
             if counts[k]]
+
+
+_COUNTS: dict[str, dict[str, int]] = {}
+_COUNTS_MAX = 4096
+
+
+def counts_by_kind(digest: str, load_text) -> dict[str, int]:
+    """{kind: number of convert_layout ops} of a stored text, cached by its hash (the compilation
+    page counts every pass; many passes share a text)."""
+    cached = _COUNTS.get(digest)
+    if cached is not None:
+        return cached
+    text = load_text() or ""
+    counts: dict[str, int] = {}
+    if "convert_layout" in text:
+        for item in summary(convert_costs(io.StringIO(text))):
+            counts[item["kind"]] = item["count"]
+    if len(_COUNTS) >= _COUNTS_MAX:
+        _COUNTS.pop(next(iter(_COUNTS)))
+    _COUNTS[digest] = counts
+    return counts

@@ -105,3 +105,24 @@ def test_large_tensors_fold_and_the_brackets_move_between_windows(server_url, br
 
 def _ordinal(matmul: dict) -> int:
     return int(matmul["snapshot"].split("/c/")[1].split("/")[0])
+
+
+def test_convert_layout_lines_show_their_cost(server_url, matmul, browser_page, page_errors):
+    """Each ttg.convert_layout line is marked with what its lowering costs; the list links draw it."""
+    page = browser_page
+    detail = httpx.get(matmul["snapshot"].rsplit("/s/", 1)[0] + ".json",
+                       timeout=60).json()
+    snap = next((s for s in detail["snapshots"] if s["conversions"].get("shared")), None)
+    assert snap, "no pass converts through shared memory"
+    page.goto(server_url + snap["url"])
+    expect(page.locator("[data-ready]")).to_have_count(1)
+    legend = page.locator("#cvt-legend")
+    expect(legend).to_contain_text("through shared memory")
+    first = legend.locator("li[data-cvt-kind=shared]").first
+    line = first.get_attribute("data-cvt-line")
+    expect(page.locator(f"#L{line}")).to_have_attribute("data-cvt", "shared")
+    legend.locator("summary").click()
+    first.locator("a", has_text="draw").click()
+    expect(page).to_have_url(re.compile(r"/-/layout\?attr=.*&to="))
+    expect(page.locator(".layout-cvt")).to_contain_text("round trip through shared memory")
+    assert page_errors == []
