@@ -31,17 +31,23 @@ def test_every_conversion_kind_is_tritons():
     for fx in fixtures():
         assert "error" not in fx
         triton = "shared" if fx["shared_access"] else "shuffles" if fx["shuffles"] else "no movement"
-        ours = conversion(fx["src"], fx["dst"], fx["shape"], bits(fx["dtype"]))
+        ours = conversion(fx["src"], fx["dst"], fx["shape"], bits(fx["dtype"]), fx["target"])
         kind = "no movement" if ours["kind"] in ("none", "registers") else ours["kind"]
         seen[kind] += 1
         if kind != triton:
             wrong.append((fx["src"], fx["dst"], fx["shape"], fx["target"], triton, ours["kind"]))
         if ours["kind"] == "shared":
             assert fx["scratch_bytes"] <= ours["scratch_bytes_at_most"]
+            if fx["target"].startswith("hip:"):
+                assert ours["scratch_bytes"] == fx["scratch_bytes"], fx
+                seen["hip scratch"] += 1
+            else:
+                assert ours["scratch_bytes"] is None
         else:
             assert ours["scratch_bytes"] == fx["scratch_bytes"] == 0
     assert not wrong, wrong[:5]
     assert seen["shared"] > 400 and seen["shuffles"] >= 10 and seen["no movement"] > 50
+    assert seen["hip scratch"] > 90
 
 
 def test_identical_layouts_need_nothing_and_a_register_permutation_stays_in_registers():

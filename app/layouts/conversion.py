@@ -15,6 +15,7 @@ from app.layouts.convert import to_linear_layout
 from app.layouts.errors import LayoutError
 from app.layouts.linear import LinearLayout
 from app.layouts.parse import Encoding
+from app.layouts.scratch import ldst_scratch_bytes
 
 DIMS = ("register", "lane", "warp", "block")
 
@@ -115,10 +116,12 @@ def _mixed_transpositions(src: LinearLayout, dst: LinearLayout) -> int:
     return sum(1 for image in composed(src, dst)["register"] if image["lane"])
 
 
-def conversion(src: Encoding | str, dst: Encoding | str, shape: list[int], dtype_bits: int) -> dict:
-    """{"kind", "scratch_bytes", ...}. Scratch for a trip through shared memory is sized by Triton's
-    optimalSwizzlingLdSt, which this does not reproduce: there it is null, with the bound it never
-    exceeds (the whole tensor once; fewer bytes when the swizzled tile repeats)."""
+def conversion(src: Encoding | str, dst: Encoding | str, shape: list[int], dtype_bits: int,
+               target: str = "") -> dict:
+    """{"kind", "scratch_bytes", ...}. For a trip through shared memory on AMD (``hip:...``) the scratch
+    is sized as Triton's optimalSwizzlingLdSt does (app/layouts/scratch.py); on NVIDIA Triton also
+    weighs ldmatrix/stmatrix tiles, not reproduced, so scratch_bytes is null there. Either way
+    ``scratch_bytes_at_most`` bounds it (the whole tensor once)."""
     s, d = to_linear_layout(src, shape), to_linear_layout(dst, shape)
     kind = conversion_kind(s, d)
     out: dict = {"kind": kind, "crosses": minimal_dims(s, d)}
@@ -126,7 +129,7 @@ def conversion(src: Encoding | str, dst: Encoding | str, shape: list[int], dtype
         elements = 1
         for n in shape:
             elements *= n
-        out["scratch_bytes"] = None
+        out["scratch_bytes"] = ldst_scratch_bytes(s, d, dtype_bits) if target.startswith("hip:") else None
         out["scratch_bytes_at_most"] = elements * max(dtype_bits, 8) // 8
     else:
         out["scratch_bytes"] = 0

@@ -16,6 +16,7 @@ from app.layouts.mapping import DTYPE_BITS
 
 _DEF = re.compile(r"#([A-Za-z_][\w$-]*) = (#[A-Za-z_]\w*\.\w+.*)$")
 _CVT = re.compile(r"(?:ttg|triton_gpu)\.convert_layout %[\w#.]+ : tensor<((?:\d+x)+)([^,<>]*(?:<[^<>]*>)?), ")
+_TARGET = re.compile(r'ttg\.target = "([^"]+)"')
 _DST = re.compile(r"-> tensor<(?:\d+x)+[^,<>]*(?:<[^<>]*>)?, ")
 MAX_CONVERSIONS = 5000  # per text; a page lists them, so bound the work
 
@@ -44,9 +45,9 @@ def _bits(elem: str) -> int:
 
 
 @lru_cache(maxsize=4096)
-def _cost(src: str, dst: str, shape: tuple[int, ...], bits: int) -> dict | None:
+def _cost(src: str, dst: str, shape: tuple[int, ...], bits: int, target: str) -> dict | None:
     try:
-        return conversion(src, dst, list(shape), bits)
+        return conversion(src, dst, list(shape), bits, target)
     except LayoutError:
         return None
 
@@ -55,7 +56,12 @@ def convert_costs(lines: Iterable[str]) -> list[dict]:
     """[{"line", "kind", "label", "shape", "dtype", "src", "dst", ...}] in text order."""
     aliases: dict[str, str] = {}
     found: list[dict] = []
+    target = ""
     for number, line in enumerate(lines, 1):
+        if line.startswith("module"):
+            t = _TARGET.search(line)
+            target = t.group(1) if t else target
+            continue
         if line.startswith("#"):
             m = _DEF.match(line.rstrip())
             if m:
@@ -76,11 +82,12 @@ def convert_costs(lines: Iterable[str]) -> list[dict]:
         except LayoutError:
             continue
         shape = tuple(int(x) for x in m.group(1).split("x") if x)
-        cost = _cost(src, dst, shape, _bits(m.group(2)))
+        cost = _cost(src, dst, shape, _bits(m.group(2)), target)
         if cost is None:
             continue
         found.append({"line": number, "kind": cost["kind"], "label": LABELS[cost["kind"]], "shape": list(shape),
                       "dtype": m.group(2).strip(), "src": src, "dst": dst,
+                      "scratch_bytes": cost["scratch_bytes"],
                       "scratch_bytes_at_most": cost.get("scratch_bytes_at_most")})
         if len(found) >= MAX_CONVERSIONS:
             break

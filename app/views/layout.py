@@ -37,7 +37,7 @@ def layout_page(request: Request, attr: str = "", shape: str = "", dtype: str = 
                 raise
             layout, buffers = _one_buffer(attr, dims, dtype, e)
         if to:
-            layout["conversion"] = {**conversion(attr, to, layout["shape"], dtype_bits(dtype)),
+            layout["conversion"] = {**conversion(attr, to, layout["shape"], dtype_bits(dtype), target),
                                     "to": to, "dtype": dtype, "target": target or None}
         drawn = None if wants_json(request) else picture(layout, row0, col0, lead)
         if buffers:
