@@ -107,7 +107,7 @@ _WMMA_TILES = {  # (register, lane) bases of a 16x16 wmma result as (M, N) offse
 }
 
 
-def _wmma_parts(params: dict) -> tuple[int, list, list, list]:
+def _wmma_parts(params: dict) -> tuple[int, list, list, int]:
     version = params.get("version")
     if version not in (1, 2, 3):
         raise LayoutError(f"amd_wmma version {version} is not drawn here")
@@ -123,11 +123,11 @@ def _wmma_parts(params: dict) -> tuple[int, list, list, list]:
     instr = params.get("instrShape", [16, 16, 16])
     if instr[:2] != [16, 16]:
         raise LayoutError(f"amd_wmma instrShape {instr} is not drawn here")
-    return version, warp, regs, [rank]
+    return version, warp, regs, rank
 
 
 def wmma(params: dict, shape: list[int]) -> LinearLayout:
-    version, warp, regs, (rank,) = _wmma_parts(params)
+    version, warp, regs, rank = _wmma_parts(params)
     check_shape(shape, rank, "the amd_wmma layout")
     treg, tlane = _WMMA_TILES[min(version, 2)]
     if params.get("isTranspose"):
@@ -148,7 +148,7 @@ def wmma(params: dict, shape: list[int]) -> LinearLayout:
 def wmma_dot(op_idx: int, kwidth: int, parent: dict, shape: list[int]) -> LinearLayout:
     """wmmaDotOperandToLinearLayout: wmma v1 holds 16 K elements per lane and the upper half-warp
     repeats the lower; v2 and v3 hold kWidth K elements and the upper half-warp the next kWidth."""
-    version, warp, _regs, (rank,) = _wmma_parts(parent)
+    version, warp, _regs, rank = _wmma_parts(parent)
     check_shape(shape, rank, "the dot operand")
     if kwidth <= 0:
         raise LayoutError("dot_op of amd_wmma needs kWidth")
