@@ -9,8 +9,10 @@ WINDOW = 64
 
 
 def _colour(index: int, count: int) -> str:
-    hue = (index * 360 // max(count, 1) + index * 137) % 360 if count > 12 else index * 360 // max(count, 1)
-    return f"hsl({hue}, 62%, 78%)"
+    """Hues spread evenly; past 12 (banks), neighbours also alternate in lightness to stay apart."""
+    hue = index * 360 // max(count, 1)
+    light = 78 if count <= 12 or index % 2 == 0 else 88
+    return f"hsl({hue}, 62%, {light}%)"
 
 
 def _lead_index(shape: list[int], lead: str) -> list[int]:
