@@ -15,7 +15,7 @@ from app.layouts.convert import to_linear_layout
 from app.layouts.errors import LayoutError
 from app.layouts.linear import LinearLayout
 from app.layouts.parse import Encoding
-from app.layouts.scratch import ldst_scratch_bytes
+from app.layouts.scratch import ldst_scratch_bytes, tiled_scratch_bytes
 
 DIMS = ("register", "lane", "warp", "block")
 
@@ -108,6 +108,17 @@ def conversion_kind(src: LinearLayout, dst: LinearLayout) -> str:
     return "shared"
 
 
+def _scratch(src: LinearLayout, dst: LinearLayout, bits: int, target: str) -> int | None:
+    backend, _, arch = target.partition(":")
+    if backend == "hip":
+        return ldst_scratch_bytes(src, dst, bits)
+    if backend != "cuda" or not arch.isdigit():
+        return None
+    if any(not any(v) for ll in (src, dst) for dim in ("lane", "warp") for v in ll.in_bases(dim)):
+        return None  # broadcast lanes/warps: Triton's sizing differs there (18 of 120 fixtures)
+    return tiled_scratch_bytes(src, dst, bits, ldmatrix=int(arch) >= 75, stmatrix=int(arch) >= 90)
+
+
 def _mixed_transpositions(src: LinearLayout, dst: LinearLayout) -> int:
     """How many register bits must trade places with lane bits. Triton 3.9 lowers a conversion inside
     a warp with shuffles only when exactly one such swap is needed; otherwise (several swaps, or none:
@@ -118,10 +129,10 @@ def _mixed_transpositions(src: LinearLayout, dst: LinearLayout) -> int:
 
 def conversion(src: Encoding | str, dst: Encoding | str, shape: list[int], dtype_bits: int,
                target: str = "") -> dict:
-    """{"kind", "scratch_bytes", ...}. For a trip through shared memory on AMD (``hip:...``) the scratch
-    is sized as Triton's optimalSwizzlingLdSt does (app/layouts/scratch.py); on NVIDIA Triton also
-    weighs ldmatrix/stmatrix tiles, not reproduced, so scratch_bytes is null there. Either way
-    ``scratch_bytes_at_most`` bounds it (the whole tensor once)."""
+    """{"kind", "scratch_bytes", ...}. A trip through shared memory is sized as Triton's swizzling does
+    (app/layouts/scratch.py): plain loads/stores on AMD, ldmatrix/stmatrix tiles too on NVIDIA.
+    ``scratch_bytes`` is null where that is not reproduced exactly (no target given, or NVIDIA with
+    lanes or warps that broadcast); ``scratch_bytes_at_most`` always bounds it (the tensor once)."""
     s, d = to_linear_layout(src, shape), to_linear_layout(dst, shape)
     kind = conversion_kind(s, d)
     out: dict = {"kind": kind, "crosses": minimal_dims(s, d)}
@@ -129,7 +140,7 @@ def conversion(src: Encoding | str, dst: Encoding | str, shape: list[int], dtype
         elements = 1
         for n in shape:
             elements *= n
-        out["scratch_bytes"] = ldst_scratch_bytes(s, d, dtype_bits) if target.startswith("hip:") else None
+        out["scratch_bytes"] = _scratch(s, d, dtype_bits, target)
         out["scratch_bytes_at_most"] = elements * max(dtype_bits, 8) // 8
     else:
         out["scratch_bytes"] = 0
