@@ -13,12 +13,14 @@ response carries an ETag and `If-None-Match` gets a 304.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from markupsafe import Markup
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -26,6 +28,7 @@ from app import render
 from app.blobs import BlobReader
 from app.diff import DiffCache, DiffOptions, DiffResult, diff_texts
 from app.errors import error_json
+from app.layouts.aliases import alias_definitions, drawable
 from app.models import Compilation, Run, Snapshot
 from app.page_cache import cache_response, cached_response
 from app.queries import snapshot_dict
@@ -66,6 +69,8 @@ def _build_digest() -> str:
         _ROOT / "templates" / "base.html",
         _ROOT / "static" / "diff.css",
         _ROOT / "static" / "diff.js",
+        _ROOT / "static" / "layout-link.js",
+        _ROOT / "app" / "layouts" / "aliases.py",
     ):
         try:
             digest.update(path.read_bytes())
@@ -487,7 +492,18 @@ def _page_model(
         "a_lines": len(result.a_lines),
         "b_lines": len(result.b_lines),
         "hidden_ignored": _ignored_summary(result),
+        "layout_aliases": _layout_aliases(result),
     }
+
+
+def _layout_aliases(result: DiffResult) -> Markup | None:
+    """Each side's drawable layout aliases (expanded), for layout-link.js: a click on an alias in a
+    tensor type opens the layout inspector at that shape."""
+    sides = {side: drawable(alias_definitions(lines)) for side, lines in (("a", result.a_lines),
+                                                                           ("b", result.b_lines))}
+    if not any(sides.values()):
+        return None
+    return Markup(json.dumps(sides, separators=(",", ":")).replace("<", "\\u003c"))
 
 
 def _ignored_summary(result: DiffResult) -> int:

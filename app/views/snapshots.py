@@ -7,6 +7,7 @@ of an immutable blob and the render version.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable
 from typing import Any
@@ -23,6 +24,8 @@ from app.comparisons import compare_candidates
 from app.compilation_data import compilation_data
 from app.highlight.hwops import GROUPS
 from app.launches import launch_page_cells
+from app.layouts.aliases import drawable
+from app.layouts.cvt_costs import convert_costs, summary
 from app.models import Artifact, Compilation, Snapshot, Source
 from app.page_cache import cache_response, cached_response
 from app.pass_charts import chart_svgs
@@ -522,10 +525,22 @@ def _ir_fields(
             for item in matched
         ],
     }
+    fields["conversions"] = _conversions(rendered, load_text)
+    fields["conversion_counts"] = summary(fields["conversions"])
     if full:
         fields["text"] = load_text() or ""
         fields["locs"] = rendered.locs_json()
     return fields
+
+
+def _conversions(rendered: render.Analysis, load_text: render.TextLoader) -> list[dict[str, Any]]:
+    """Each ttg.convert_layout with what its lowering costs (app/layouts/cvt_costs.py)."""
+    if rendered.kind != "mlir":
+        return []
+    text = load_text() or ""
+    if "convert_layout" not in text:
+        return []
+    return convert_costs(io.StringIO(text))
 
 
 def _ir_page(
@@ -576,6 +591,8 @@ def _ir_page(
         {"start": start, "count": min(step, rendered.line_count - start), "url": lines_url(start, step)}
         for start in range(shown, rendered.line_count, step)
     ]
+    # What the layout inspector can draw, aliases expanded: a click on a use opens it at that shape.
+    drawn = drawable({alias: layout.definition for alias, layout in rendered.layouts.items()})
     script_data = None
     if pending:  # the lines not in the page yet: what the script needs to find and mark them
         script_data = json.dumps(
@@ -592,7 +609,8 @@ def _ir_page(
         "op_marks": any(rendered.op_lines.values()),
         "loc_tokens": rendered.loc_tokens,
         "layouts": [
-            {"alias": alias, "colour": rendered.layout_colours[alias], **render.layout_dict(layout)}
+            {"alias": alias, "colour": rendered.layout_colours[alias], "draw": drawn.get(alias),
+             **render.layout_dict(layout)}
             for alias, layout in rendered.layouts.items()
         ],
         "encodings": [
