@@ -118,26 +118,43 @@ def _log_config() -> dict:
     return config
 
 
+async def _get_once(app, path: str) -> tuple[int, str]:
+    """One request to the app in this process, inside its lifespan (start-up and shutdown run as
+    under uvicorn). httpx's ASGI transport, not Starlette's TestClient: that is a test tool, and
+    Starlette deprecates it on httpx."""
+    import httpx
+
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            response = await client.get(path)
+    return response.status_code, response.text
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if args.get:
-        from fastapi.testclient import TestClient
+        import asyncio
 
         from app.main import create_app
 
-        with TestClient(create_app(settings)) as client:
-            response = client.get(args.get)
-            sys.stdout.write(response.text)
-            if not response.text.endswith("\n"):
-                sys.stdout.write("\n")
-            return 0 if response.status_code < 400 else 1
+        status, text = asyncio.run(_get_once(create_app(settings), args.get))
+        sys.stdout.write(text)
+        if not text.endswith("\n"):
+            sys.stdout.write("\n")
+        return 0 if status < 400 else 1
     import uvicorn
 
     _raise_open_file_limit()
     workers = args.workers or settings.workers
     if workers > 1:
-        # Each worker process builds its own app from the same environment.
+        # Each worker process builds its own app from the same environment; a missing database
+        # driver is told here once, not as a traceback per worker.
         import os
+
+        from app.db import make_engine
+
+        make_engine(settings.database_url).dispose()
 
         if args.db:
             os.environ["IRLENS_DB_URL"] = args.db
@@ -227,6 +244,36 @@ def cmd_gc(args: argparse.Namespace) -> int:
             print(f"removed {removed} blobs no run used")
     finally:
         db.dispose()
+    return 0
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from app.models import Run
+    from app.op_index import backfill, index_run
+
+    if not args.backfill and not args.runs:
+        print("irlens: say --backfill (every run not indexed yet) or name runs to re-index", file=sys.stderr)
+        return 2
+    db = _database(args)
+    started = time.monotonic()
+
+    def progress(done: int, total: int, run_id: str) -> None:
+        if not args.quiet:
+            print(f"indexed {done}/{total} runs ({run_id}, {time.monotonic() - started:.1f} s)", file=sys.stderr)
+
+    try:
+        for number, run_id in enumerate(args.runs, start=1):
+            with db.session() as session:
+                if session.get(Run, run_id) is None:
+                    print(f"irlens: no run {run_id}", file=sys.stderr)
+                    return 1
+                index_run(session, run_id)
+                session.commit()
+            progress(number, len(args.runs), run_id)
+        count = backfill(db.session, progress) if args.backfill else 0
+    finally:
+        db.dispose()
+    print(f"op index: {len(args.runs) + count} runs indexed")
     return 0
 
 
@@ -475,6 +522,13 @@ def build_parser() -> argparse.ArgumentParser:
     gc.add_argument("--dry-run", action="store_true", help="list the runs that would go; change nothing")
     gc.set_defaults(handler=cmd_gc)
 
+    index = commands.add_parser("index", help="the op index (op:, group:, layout: search) of runs ingested before it")
+    index.add_argument("runs", nargs="*", metavar="RUN", help="runs to index again")
+    index.add_argument("--backfill", action="store_true", help="index every run that is not indexed yet")
+    index.add_argument("--db", help="database URL")
+    index.add_argument("--quiet", action="store_true", help="no progress lines")
+    index.set_defaults(handler=cmd_index)
+
     delete = commands.add_parser("delete", help="delete runs by id, and the blobs only they used")
     delete.add_argument("runs", nargs="+", metavar="RUN")
     delete.add_argument("--db", help="database URL")
@@ -496,7 +550,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.handler(args)
+    try:
+        return args.handler(args)
+    except RuntimeError as error:
+        from app.db import DriverMissing  # late, like every command's imports
+
+        if not isinstance(error, DriverMissing):
+            raise
+        print(f"irlens: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

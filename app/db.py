@@ -28,7 +28,7 @@ log = logging.getLogger("irlens")
 ROOT = Path(__file__).resolve().parent.parent
 MIGRATIONS_DIR = ROOT / "migrations"
 INITIAL_REVISION = "0001"  # the schema create_all made before irlens had migrations
-SCHEMA_REVISION = "0006"  # the newest file in migrations/versions (a test keeps the two in step)
+SCHEMA_REVISION = "0007"  # the newest file in migrations/versions (a test keeps the two in step)
 _PG_MIGRATION_LOCK = 0x6972_6C65  # any constant: one pg_advisory lock id for "irlens schema change"
 
 
@@ -37,6 +37,31 @@ _PG_MIGRATION_LOCK = 0x6972_6C65  # any constant: one pg_advisory lock id for "i
 # holds its connection for its whole ingest. SQLAlchemy's default pool (5, overflow 10) would make
 # the 16th concurrent request wait, and fail with a 500 after 30 s if 15 long ingests held theirs.
 POOL_OPTIONS = {"pool_size": 5, "max_overflow": 40}
+
+
+POSTGRES_EXTRA = "pip install 'irlens[postgres]'"
+
+
+class DriverMissing(RuntimeError):
+    """The database URL needs a driver that is not installed (a one-line message for the CLI)."""
+
+
+def database_url(url: str) -> str:
+    """``postgresql://`` (and ``postgres://``) without a driver mean psycopg 3, the driver the
+    ``postgres`` extra installs; SQLAlchemy would pick psycopg2, which irlens does not install."""
+    for bare in ("postgresql://", "postgres://"):
+        if url.startswith(bare):
+            return "postgresql+psycopg://" + url[len(bare):]
+    return url
+
+
+def _missing_driver(url: str, module: str) -> str:
+    message = f"the database driver for {make_url(database_url(url)).drivername} is not installed (no module {module!r})"
+    if module.split(".")[0] == "psycopg":
+        return f"{message}: {POSTGRES_EXTRA}"
+    if make_url(database_url(url)).get_backend_name() == "postgresql":
+        return f"{message}: install it, or use postgresql+psycopg:// after {POSTGRES_EXTRA}"
+    return message
 
 
 def make_engine(url: str, write_wait_seconds: float = 60) -> Engine:
@@ -62,7 +87,10 @@ def make_engine(url: str, write_wait_seconds: float = 60) -> Engine:
             cursor.close()
 
     else:
-        engine = create_engine(url, pool_pre_ping=True, **POOL_OPTIONS)
+        try:
+            engine = create_engine(database_url(url), pool_pre_ping=True, **POOL_OPTIONS)
+        except ModuleNotFoundError as error:  # SQLAlchemy imports the driver here
+            raise DriverMissing(_missing_driver(url, error.name or "?")) from None
     return engine
 
 

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from app.blobs import BlobWriter
 from app.models import Run
+from app.op_index import OpIndex
 from parsers.compilations import CompilationGrouper, CompilationRecord
 from parsers.diagnostics import Diagnostic as ParsedDiagnostic
 from parsers.pm_trace import Trace
@@ -50,6 +51,7 @@ class IngestState:
     inputs: list[dict] = field(default_factory=list)  # InputRecord fields, one per file of the upload
     problems: list[dict] = field(default_factory=list)  # Problem fields
     bytes_read: int = 0
+    op_index: OpIndex = field(default_factory=OpIndex)  # ops of each stored dump, written with the snapshots
 
     def problem(self, kind: str, message: str, **fields) -> None:
         self.problems.append({"kind": kind, "message": message, **fields})

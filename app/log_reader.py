@@ -132,6 +132,7 @@ class LogReader:
             if dump.header.failed:
                 result.grouper.mark_current_failed(dump.header)
             return
+        self.state.op_index.add_blob(digest, dump.body)
         result.grouper.add(dump, digest, result.trace.take(dump.header))
 
     def _reproducer_dump(self, dump: Dump, reproducer: Reproducer, path: str) -> Dump:

@@ -47,7 +47,7 @@ from pygments.token import STANDARD_TYPES, Comment, Name, Text, Whitespace, _Tok
 
 from app.blobs import BlobReader
 from app.highlight import lexer_for
-from app.highlight.hwops import GROUPS, classify_line, count_groups
+from app.highlight.hwops import GROUPS, classify_line, classify_ptx_line, count_groups, count_ptx, text_target
 from app.highlight.layouts import Layout, explain_encoding, find_layouts, read_encoding
 from parsers.loc import KINDS as LOC_KINDS
 from parsers.loc import LineLocs, SourceLoc, resolve
@@ -664,8 +664,10 @@ def _analyse(key: tuple, text: str, kind: str, debug_context: str | None = None)
     line_groups: list[tuple[str, ...]] = []
     loc_lines = 0
     empty: tuple[str, ...] = ()
+    target = text_target(text) if kind == "mlir" else None  # descriptor ops' group (TMA, TDM)
+    classify = (lambda raw, _target: classify_ptx_line(raw)) if kind == "ptx" else classify_line
     for index, raw in enumerate(raw_lines):
-        groups = tuple(classify_line(raw)) if raw else empty
+        groups = tuple(classify(raw, target)) if raw else empty
         for group in groups:
             op_lines[group] += 1
         line_groups.append(groups or empty)
@@ -683,7 +685,12 @@ def _analyse(key: tuple, text: str, kind: str, debug_context: str | None = None)
         loc_tokens = text.count(".loc") + text.count(".file")
     else:
         loc_tokens = 0
-    ops = count_groups(text) if kind in ("mlir", "llvm") else dict.fromkeys(op_lines, 0)
+    if kind in ("mlir", "llvm"):
+        ops = count_groups(text)
+    elif kind == "ptx":
+        ops = count_ptx(text)
+    else:
+        ops = dict.fromkeys(op_lines, 0)
     size = len(text) + 200 * len(raw_lines)
     return Analysis(
         key=key,

@@ -144,6 +144,7 @@ class RunWriter:
             "packs": {"strong": state.blobs.packs_strong, "fast": state.blobs.packs_fast},
             "files": len(state.inputs),
         }
+        state.op_index.write(state.session, run, ((rows[id(record)].pk, record.snapshots) for record, _ in ordered))
         state.session.flush()
 
 

@@ -74,6 +74,11 @@ class SecurityMiddleware:
             await self.app(scope, receive, send)
             return
         request = Request(scope)
+        if "\x00" in scope["path"] or b"%00" in scope.get("query_string", b""):
+            # no id, path or search holds a NUL, and PostgreSQL refuses one in any text it is given
+            await error_json("a NUL byte in the URL", 404 if "\x00" in scope["path"] else 400,
+                             SECURITY_HEADERS)(scope, receive, send)
+            return
         if request.method in UNSAFE_METHODS and (refusal := cross_site_refusal(request)):
             await _forbidden(refusal)(scope, receive, send)
             return

@@ -21,7 +21,8 @@ class Settings(BaseSettings):
     )
     db_url: str | None = Field(
         None,
-        description="SQLAlchemy database URL, e.g. postgresql+psycopg://user@host/irlens. "
+        description="SQLAlchemy database URL, e.g. postgresql://user@host/irlens (needs "
+        "pip install 'irlens[postgres]'; postgresql:// means psycopg 3). "
         "Default: a SQLite file irlens.db in data_dir.",
     )
     base_url: str = Field(

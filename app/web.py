@@ -14,7 +14,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.errors import error_json
 from app.security import csrf_token
-from app.urls import Urls
+from app.urls import Urls, parse_int
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES_DIR = ROOT / "templates"
@@ -52,10 +52,10 @@ def strip_json(value: str) -> str:
 
 
 def int_param(value: str) -> int:
-    value = strip_json(value)
-    if not value.isdigit():
+    number = parse_int(strip_json(value))
+    if number is None:  # not a number, or too large to be any row's
         raise HTTPException(404, "not found")
-    return int(value)
+    return number
 
 
 def prefers_html(request: Request) -> bool:

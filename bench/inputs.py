@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import tarfile
 import tempfile
 from pathlib import Path
@@ -151,3 +152,65 @@ def corpus_unpacked() -> Path:
                 tar.extractall(where, filter="data")
         done.touch()
     return where
+
+
+# -- the map page's input: a run of ~8,000 snapshots with a large LLVM-dumping compilation in it ---
+
+BANNER = re.compile(rb"^(?://\s*-----//.*IR Dump|// -----// SoftwarePipeliner|[;#]?\s*\*\*\* IR Dump)", re.MULTILINE)
+TRITON_PYTHON = os.environ.get("IRLENS_BENCH_TRITON_PYTHON", "/work/venvs/t39/bin/python")
+
+
+def sm100_capture() -> Path | None:
+    """Blackwell kernels compiled (no GPU needed) with MLIR_ENABLE_DUMP=1 LLVM_IR_ENABLE_DUMP=1 by the
+    Triton at IRLENS_BENCH_TRITON_PYTHON: the corpus's sm90_mix kernels (matmul with tensor
+    descriptors, attention) and a block-scaled matmul, for cuda:100. None without that Triton."""
+    where = cache_dir() / "sm100"
+    log = where / "dump.log"
+    if log.exists():
+        return log
+    if not Path(TRITON_PYTHON).exists():
+        return None
+    where.mkdir(exist_ok=True)
+    with tarfile.open(CORPUS / "sm90_mix.tar.xz") as tar:
+        member = tar.extractfile("sm90_mix/src/kernels.py")
+        assert member is not None
+        (where / "kernels.py").write_bytes(member.read())
+    fixtures = REPO / "tests" / "fixtures" / "inline_asm"
+    shutil.copy(fixtures / "bw_kernels.py.txt", where / "bw_kernels.py")
+    shutil.copy(fixtures / "compile_bw.py.txt", where / "compile_bw.py")
+    env = {**os.environ, "TRITON_CACHE_DIR": str(where / "cache"), "MLIR_ENABLE_DUMP": "1", "LLVM_IR_ENABLE_DUMP": "1"}
+    partial = where / "dump.log.partial"
+    with open(partial, "wb") as err:
+        subprocess.run([TRITON_PYTHON, "compile_bw.py"], cwd=where, env=env, stdout=subprocess.DEVNULL,
+                       stderr=err, check=True, timeout=1800)
+    partial.rename(log)
+    return log
+
+
+def map_run_log(snapshots: int = 8000) -> tuple[Path, str]:
+    """(log, kernel whose map page to measure): the sm100 capture, then copies of the corpus's
+    sm90_llvm log (MLIR and LLVM dumps of one kernel, renamed per copy) until the log holds about
+    ``snapshots`` dumps. Without the sm100 capture, only the copies (and their kernel)."""
+    where = cache_dir()
+    capture = sm100_capture()
+    target = where / f"map-{snapshots}{'-sm100' if capture else ''}.log"
+    kernel = "attention_fwd_kernel" if capture else "add_kernel_c0"
+    if target.exists():
+        return target, kernel
+    logs = {path.stem: kernels for path, kernels in _extract_logs(where)}
+    filler = where / "logs" / "sm90_llvm.log"
+    pattern = re.compile(rb"@(" + b"|".join(re.escape(k.encode()) for k in logs["sm90_llvm"]) + rb")(?![\w$.])")
+    per_copy = len(BANNER.findall(filler.read_bytes()))
+    count = len(BANNER.findall(capture.read_bytes())) if capture else 0
+    partial = target.with_suffix(".partial")
+    with open(partial, "wb") as out:
+        if capture:
+            with open(capture, "rb") as source:
+                shutil.copyfileobj(source, out, BLOCK)
+        copy = 0
+        while count < snapshots:
+            _write_copy(out, filler, pattern, f"_c{copy}".encode())
+            count += per_copy
+            copy += 1
+    partial.rename(target)
+    return target, kernel

@@ -66,10 +66,23 @@ helpers inlined into generated kernels (``/torch/_inductor/runtime/``). So a
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-__all__ = ["KINDS", "LineLocs", "SourceLoc", "is_library_file", "lines_by_source", "match_source", "resolve"]
+__all__ = [
+    "KINDS",
+    "LineLocs",
+    "LlvmLocations",
+    "SourceLoc",
+    "is_library_file",
+    "lines_by_source",
+    "llvm_by_node_applies",
+    "llvm_node_counts",
+    "llvm_node_lines",
+    "match_source",
+    "resolve",
+]
 
 
 @dataclass(frozen=True)
@@ -587,6 +600,76 @@ def _resolve_llvm(lines: list[str]) -> list[LineLocs]:
             result.append(_line_locs(value))
         carried.update(own)
     return result
+
+
+class LlvmLocations:
+    """The ``!dbg`` nodes of one LLVM IR metadata table, resolved per node, for counting an IR
+    text's lines by source without resolving each line (:func:`llvm_node_counts`). For texts
+    that :func:`llvm_by_node_applies` accepts, a line gets what :func:`resolve` gives it: its
+    node's location in the table, else LLVM's location comment after the reference (MIR dumps
+    print no metadata; the comment names files by base name, mapped through the table's files)."""
+
+    def __init__(self, metadata_text: str) -> None:
+        definitions: dict[str, tuple[str, str]] = {}
+        start = metadata_text.find("\n!")  # the table closes a module: skip the code
+        if start >= 0 or metadata_text.startswith("!"):
+            for match in _METADATA_LINE.finditer(metadata_text, max(start, 0)):
+                definitions[match.group(1)] = (match.group(2), match.group(3))
+        self._definitions = definitions
+        self._metadata = _LlvmMetadata(definitions.get)
+        self._known_files: dict[str, str] | None = None
+        self.size = 64 * len(definitions) + len(metadata_text) // 64
+
+    def primary(self, node: str, comment: str = "") -> SourceLoc | None:
+        value = self._metadata.location(node)
+        if not value[0] and comment:
+            if self._known_files is None:
+                self._known_files = _difile_paths(self._definitions)
+            value = _resolved(_comment_frames(comment, self._known_files), None)
+        return value[1]
+
+
+_METADATA_LINE = re.compile(r"^!(\d+)[ \t]*=[ \t]*(?:distinct[ \t]+)?!(DI\w+)\(([^\n]*)\)[ \t]*$", re.MULTILINE)
+# A reference and the comment after it. LLVM prints at most one location per instruction line;
+# a line with two (none in real dumps) counts twice here, where resolve() takes the last.
+# One pattern per spelling (IR's `!dbg`, MIR's `debug-location`): a literal first is found fast.
+_DBG_NODE = {
+    word: re.compile(re.escape(word) + r"[ \t]+!(\d+)(?:[^\n;]*;([^\n]*))?") for word in ("!dbg", "debug-location")
+}
+
+
+def llvm_by_node_applies(text: str) -> bool:
+    """Whether a text's lines can be counted by node: one dump (metadata tables restart at each
+    dump header)."""
+    return "IR Dump" not in text
+
+
+def llvm_node_counts(text: str) -> dict[tuple[str, str], int]:
+    """How many lines of an LLVM IR text reference each (``!dbg`` node, location comment)."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for word, pattern in _DBG_NODE.items():
+        if word in text:
+            counts.update(pattern.findall(text))  # counted in C
+    return counts
+
+
+def llvm_node_lines(text: str, nodes: set[str]) -> list[int]:
+    """The 1-based lines that reference one of ``nodes``, in order."""
+    if not nodes:
+        return []
+    alternatives = "|".join(sorted(nodes, key=len, reverse=True))
+    starts: list[int] = []
+    for word in _DBG_NODE:
+        if word in text:
+            wanted = re.compile(re.escape(word) + r"[ \t]+!(?:" + alternatives + r")(?!\d)")
+            starts += [match.start() for match in wanted.finditer(text)]
+    lines, line, position = [], 1, 0
+    for start in sorted(starts):
+        line += text.count("\n", position, start)
+        position = start
+        if not lines or lines[-1] != line:
+            lines.append(line)
+    return lines
 
 
 # --------------------------------------------------------------------------- PTX / AMDGCN

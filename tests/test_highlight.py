@@ -853,6 +853,7 @@ def test_unknown_encodings_never_crash() -> None:
 
 def test_groups_have_a_legend() -> None:
     assert [group.key for group in GROUPS] == [
+        "descriptor",
         "tma",
         "tdm",
         "mma",
@@ -897,7 +898,8 @@ def test_tdm_ops_in_gfx1250(corpus: Callable[[str], Path]) -> None:
     dump = (capture / "dump.log").read_text()
     counts = count_groups(dump)
     assert counts["tdm"] > 500
-    assert counts["tma"] > 0  # tt.make_tensor_descriptor / tt.descriptor_load before the TDM lowering
+    # tt.make_tensor_descriptor / tt.descriptor_load before the TDM lowering: TDM on gfx1250, not TMA
+    assert counts["tma"] == 0
     # gfx1250_tdm dump.log
     line = "    %a_14 = amdg.async_tdm_intrinsic_wait %a_8, %b_12 {count = 0 : i32, ttg.num_tdm_ops = 0 : i32} loc(#loc33)"
     assert classify_line(line) == ["tdm"]
@@ -932,15 +934,16 @@ def test_classify_real_lines() -> None:
         "    %2 = arith.addf %x_5, %y_7 : tensor<1024xf32, #blocked> loc(#loc11)": [],
     }
     for line, keys in examples.items():
-        assert classify_line(line) == keys, line
+        assert classify_line(line, "cuda:90") == keys, line
 
 
 def test_classify_looks_at_ops_not_attributes() -> None:
     # made-up lines for what the corpus lacks (warp specialization, tensor memory, old spellings)
     # a descriptor-typed argument marks the line TMA, but is not an op: count_groups ignores it
     signature = "  tt.func public @k(%d: !tt.tensordesc<128x64xf16, #shared>) {"
-    assert classify_line(signature) == ["tma"]
-    assert count_groups(signature)["tma"] == 0
+    assert classify_line(signature) == ["descriptor"]
+    assert classify_line(signature, "cuda:90") == ["tma"]
+    assert count_groups(signature)["descriptor"] == count_groups(signature)["tma"] == 0
     assert classify_line("    scf.for %i = %c0 to %n step %c1 {  } {ttg.warp_specialize.tag = 0 : i32}") == []
     assert classify_line("      ttg.local_barrier loc(#loc3)") == ["barrier"]
     assert classify_line("    %r = tt.dot_scaled %a scale %s, %b scale %t, %c lhs = e4m3 rhs = e4m3") == [
@@ -956,7 +959,7 @@ def test_classify_looks_at_ops_not_attributes() -> None:
     assert classify_line("    ttg.async_wait {num = 0 : i32}") == ["async"]
     assert classify_line("    %b = amdgpu.buffer_load_to_local %p, %m") == ["async"]
     assert classify_line(
-        "    %x = tt.experimental_descriptor_load %d[%i] : !tt.ptr<i8> -> tensor<64xf16>"
+        "    %x = tt.experimental_descriptor_load %d[%i] : !tt.ptr<i8> -> tensor<64xf16>", "cuda:90"
     ) == ["tma"]
 
 

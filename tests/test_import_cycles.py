@@ -30,8 +30,10 @@ def _imports(path: Path, name: str, modules: dict[str, Path]) -> set[str]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            targets.add(base)
-            targets.update(f"{base}.{alias.name}" for alias in node.names)  # `from app import ingest`
+            submodules = {f"{base}.{alias.name}" for alias in node.names} & modules.keys()
+            targets.update(submodules)  # `from app.layouts import amd` imports amd, not the package's names
+            if len(submodules) < len(node.names):
+                targets.add(base)
     return {target for target in targets if target in modules and target != name}
 
 

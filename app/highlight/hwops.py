@@ -7,8 +7,13 @@ and intrinsics these lower to in the LLVM dialect (``rocdl.mfma.*``, ``nvvm.wgmm
 the op position of a line (``%x = OP``, ``OP`` first on the line, generic ``"OP"(``), so an
 attribute such as ``ttg.warp_specialize.tag = 0`` or a type such as ``!ttg.memdesc<...>``
 does not. The one exception: :func:`classify_line` also puts a line that carries a tensor
-descriptor (``!tt.tensordesc<...>``, ``!ttng.tensordesc_im2col<...>``) in the TMA group, since
-those values exist only for TMA. :func:`count_groups` counts ops, not such lines.
+descriptor (``!tt.tensordesc<...>``, ``!ttng.tensordesc_im2col<...>``) in the descriptor's group,
+since those values exist only for it. :func:`count_groups` counts ops, not such lines.
+
+Tensor descriptors are target-neutral in TTIR: ``tt.descriptor_*`` runs on TMA on NVIDIA sm90+,
+on TDM on AMD gfx1250, and as plain loads elsewhere. Their group follows the module's own
+``ttg.target`` (TTGIR on), else a target the caller knows (the compilation's), else the neutral
+"descriptor" group (:func:`descriptor_group`).
 """
 
 from __future__ import annotations
@@ -16,7 +21,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["GROUPS", "GROUPS_BY_KEY", "Group", "classify_line", "count_groups"]
+__all__ = [
+    "GROUPS",
+    "GROUPS_BY_KEY",
+    "Group",
+    "classify_line",
+    "classify_ptx_line",
+    "count_groups",
+    "count_ptx",
+    "descriptor_group",
+    "retarget",
+    "text_target",
+]
 
 
 @dataclass(frozen=True)
@@ -29,17 +45,27 @@ class Group:
 
 GROUPS: list[Group] = [
     Group(
+        "descriptor",
+        "Tensor descriptor",
+        "Block copies through tensor descriptors (tt.make_tensor_descriptor, tt.descriptor_load, "
+        "store, gather, scatter) in IR that names no target yet: NVIDIA sm90+ runs them on TMA, AMD "
+        "gfx1250 on TDM, other targets as ordinary loads and stores.",
+        "hw-descriptor",
+    ),
+    Group(
         "tma",
         "TMA",
         "Tensor Memory Accelerator (NVIDIA sm90+): tensor descriptors and bulk asynchronous copies "
-        "between global and shared memory (tt.descriptor_*, ttng.async_tma_*, ttng.tensormap_*).",
+        "between global and shared memory (tt.descriptor_* on a cuda target, ttng.async_tma_*, "
+        "ttng.tensormap_*, PTX cp.async.bulk.tensor).",
         "hw-tma",
     ),
     Group(
         "tdm",
         "TDM",
         "Tensor Data Mover (AMD gfx1250): descriptor-driven asynchronous tensor copies between global "
-        "memory and LDS (amdg.async_tdm_*, amdg.update_tensor_descriptor, amdg.tdm_prefetch).",
+        "memory and LDS (tt.descriptor_* on a gfx1250 target, amdg.async_tdm_*, "
+        "amdg.update_tensor_descriptor, amdg.tdm_prefetch).",
         "hw-tdm",
     ),
     Group(
@@ -104,10 +130,13 @@ _INTRINSIC = r'llvm\.call_intrinsic[ \t]+"llvm\.'
 
 # op-name patterns per group; each must match from the start of the op name
 _OP_PATTERNS: dict[str, list[str]] = {
-    "tma": [
+    # target-neutral: counted as the text's target's engine (see descriptor_group)
+    "descriptor": [
         rf"{_TT}\.make_tensor_descriptor",
         rf"{_TT}\.descriptor_\w+",
         rf"{_TT}\.experimental_\w*descriptor\w*",
+    ],
+    "tma": [
         rf"{_TTNG}\.async_tma_\w+",
         rf"{_TTNG}\.tensormap_\w+",
         rf"{_TTNG}\.reinterpret_tensor_descriptor",
@@ -196,28 +225,164 @@ _OPS = (
 )
 _LINE_OP = re.compile(_OP_START + _OPS)  # .match at the start of a line
 _NEXT_LINE_OP = re.compile(r"\n" + _OP_START + _OPS)  # .finditer over a whole text
-_DESCRIPTOR_TYPE = re.compile(rf"!{_TT}\.tensordesc\b|!{_TTNG}\.tensordesc\w*")
+_DESCRIPTOR_TYPE = re.compile(rf"!{_TT}\.tensordesc\b")
+_NVIDIA_DESCRIPTOR_TYPE = re.compile(rf"!{_TTNG}\.tensordesc\w*")  # im2col: TMA only
+_TARGET = re.compile(rf'"?{_TTG}\.target"?[ \t]*=[ \t]*"([^"\n]*)"')
+_CUDA = re.compile(r"cuda:(\d+)")
+_TDM_TARGET = re.compile(r"hip:gfx125\d")
+
+
+def text_target(text: str) -> str | None:
+    """The target a TTGIR or later module names (``ttg.target = "cuda:90"``), or None (TTIR)."""
+    match = _TARGET.search(text)
+    return match.group(1) if match else None
+
+
+def descriptor_group(target: str | None) -> str:
+    """Which group tensor-descriptor ops belong to on ``target``: TMA on NVIDIA sm90+, TDM on AMD
+    gfx1250, else the neutral "descriptor" (an unknown target, or one that lowers them to loads)."""
+    if not target:
+        return "descriptor"
+    cuda = _CUDA.match(target)
+    if cuda is not None:
+        return "tma" if int(cuda.group(1)) >= 90 else "descriptor"
+    return "tdm" if _TDM_TARGET.match(target) else "descriptor"
+
+
+def retarget(counts: dict[str, int], target: str | None) -> dict[str, int]:
+    """``counts`` with the neutral descriptor ops moved to ``target``'s group: a TTIR snapshot names
+    no target, but its compilation does."""
+    key = descriptor_group(target)
+    if key == "descriptor" or not counts.get("descriptor"):
+        return dict(counts)
+    moved = dict(counts)
+    moved[key] = moved.get(key, 0) + moved["descriptor"]
+    moved["descriptor"] = 0
+    return moved
 _ORDER = {group.key: index for index, group in enumerate(GROUPS)}
 
 
-def classify_line(line: str) -> list[str]:
-    """The group keys of one IR line, in GROUPS order: its op's group, plus "tma" for a line
-    that carries a tensor descriptor value. Usually zero or one key."""
+# -- PTX: inline assembly in LLVM-dialect (llvm.inline_asm) and LLVM IR (asm "..."), and .ptx files.
+# Hopper and Blackwell lower much of their work to PTX strings, not to NVVM ops; without these
+# the per-pass columns would drop to 0 at the LLVM lowering. By PTX mnemonic, first match wins.
+_PTX_PATTERNS: dict[str, list[str]] = {
+    "tma": [
+        r"cp\.async\.bulk[\w.:]*",  # .tensor copies, and the bulk groups that track them
+        r"cp\.reduce\.async\.bulk[\w.:]*",
+        r"tensormap\.[\w.:]+",
+        r"prefetch(?:\.global)?\.tensormap[\w.:]*",
+        r"fence\.proxy\.tensormap[\w.:]*",
+    ],
+    "mma": [
+        r"wgmma\.[\w.:]+",
+        r"mma\.sync[\w.:]*",
+        r"tcgen05\.(?:mma|commit)[\w.:]*",  # as ttng.tc_gen5_mma / tc_gen5_commit
+    ],
+    "barrier": [
+        r"mbarrier\.[\w.:]+",
+        r"barrier\.[\w.:]+",
+        r"bar\.[\w.:]+",
+        r"fence\.[\w.:]+",
+        r"membar\.[\w.:]+",
+    ],
+    "async": [
+        r"cp\.async\.(?:ca|cg|commit_group|wait_group|wait_all|mbarrier)[\w.:]*",
+    ],
+    "tmem": [
+        r"tcgen05\.[\w.:]+",  # alloc, dealloc, ld, st, wait, cp, shift, relinquish_alloc_permit
+    ],
+    "shared": [
+        r"ldmatrix[\w.:]*",
+        r"stmatrix[\w.:]*",
+    ],
+}
+# A mnemonic starts an instruction: at the start, after `;`, `{`, `}`, white space or an escaped
+# newline/tab (\0A, \09 in MLIR and LLVM strings), maybe after a predicate (`@$5 `, `@!p `).
+_PTX_INSN = re.compile(
+    r"(?:^|(?<=[\s;{}])|(?<=\\0A)|(?<=\\09))(?:@!?[$%]?\w+(?:[ \t]|\\09)+)?(?:"
+    + "|".join(f"(?P<{key}>{_alternatives(patterns)})" for key, patterns in _PTX_PATTERNS.items())
+    + r")(?![\w.])",
+    re.MULTILINE,
+)
+# the assembly string of an inline-asm op (LLVM dialect) or call (LLVM IR): the first string after
+# the keyword. Two patterns, each starting with a literal, which re finds fast in a long text.
+_ASM_STRINGS = (
+    re.compile(r'llvm\.inline_asm\b[^"\n]*"((?:[^"\\\n]|\\.)*)"'),
+    re.compile(r'asm[ \t]+(?:(?:sideeffect|alignstack|inteldialect|unwind)[ \t]+)*"((?:[^"\\\n]|\\.)*)"'),
+)
+
+
+def _asm_strings(text: str):
+    for pattern in _ASM_STRINGS:
+        for match in pattern.finditer(text):
+            before = text[match.start() - 1] if match.start() else " "
+            if pattern is _ASM_STRINGS[0] or not (before.isalnum() or before in "_."):
+                yield match.group(1)
+
+
+def _count_ptx(text: str, counts: dict[str, int]) -> None:
+    for match in _PTX_INSN.finditer(text):
+        counts[match.lastgroup] += 1
+
+
+def _inline_asm_counts(text: str, counts: dict[str, int]) -> None:
+    if "asm" not in text:
+        return
+    for asm in _asm_strings(text):
+        _count_ptx(asm, counts)
+
+
+def inline_asm_groups(text: str) -> set[str]:
+    """The groups of the PTX instructions inside a module's inline assembly."""
+    counts = dict.fromkeys(_ORDER, 0)
+    _inline_asm_counts(text, counts)
+    return {key for key, count in counts.items() if count}
+
+
+def count_ptx(text: str) -> dict[str, int]:
+    """How many instructions of each group a PTX file holds: every key of GROUPS, zeros included."""
+    counts = dict.fromkeys(_ORDER, 0)
+    _count_ptx(text, counts)
+    return counts
+
+
+def classify_ptx_line(line: str) -> list[str]:
+    """The group keys of one PTX line (usually one instruction), in GROUPS order."""
+    return sorted({match.lastgroup for match in _PTX_INSN.finditer(line)}, key=_ORDER.__getitem__)
+
+
+def classify_line(line: str, target: str | None = None) -> list[str]:
+    """The group keys of one IR line, in GROUPS order: its op's group, plus the descriptor group
+    for a line that carries a tensor descriptor value. Usually zero or one key. Descriptor ops
+    go to ``target``'s group (:func:`descriptor_group`)."""
     keys: set[str] = set()
     match = _LINE_OP.match(line)
     if match is not None and match.lastgroup:
         keys.add(match.lastgroup)
     if _DESCRIPTOR_TYPE.search(line):
+        keys.add("descriptor")
+    if _NVIDIA_DESCRIPTOR_TYPE.search(line):
         keys.add("tma")
+    if "asm" in line:
+        for asm in _asm_strings(line):
+            keys.update(match.lastgroup for match in _PTX_INSN.finditer(asm))
+    if "descriptor" in keys:
+        keys.discard("descriptor")
+        keys.add(descriptor_group(target))
     return sorted(keys, key=_ORDER.__getitem__)
 
 
-def count_groups(text: str) -> dict[str, int]:
-    """How many ops of each group a module holds: every key of GROUPS, zeros included."""
+def count_groups(text: str, target: str | None = None) -> dict[str, int]:
+    """How many ops of each group a module holds: every key of GROUPS, zeros included, PTX
+    instructions in inline assembly too. Descriptor ops count for the module's own target
+    (``ttg.target``), else for ``target``."""
     counts = dict.fromkeys(_ORDER, 0)
     first = _LINE_OP.match(text)
     if first is not None:
         counts[first.lastgroup] += 1
     for match in _NEXT_LINE_OP.finditer(text):
         counts[match.lastgroup] += 1
+    _inline_asm_counts(text, counts)
+    if counts["descriptor"]:
+        counts = retarget(counts, text_target(text) or target)
     return counts

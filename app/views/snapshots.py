@@ -7,6 +7,7 @@ of an immutable blob and the render version.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable
 from typing import Any
@@ -18,11 +19,18 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app import render
+from app.auth import identify, visible_runs
+from app.comparisons import compare_candidates
+from app.compilation_data import compilation_data
 from app.highlight.hwops import GROUPS
 from app.launches import launch_page_cells
+from app.layouts.aliases import drawable
+from app.layouts.cvt_costs import convert_costs, summary
 from app.models import Artifact, Compilation, Snapshot, Source
 from app.page_cache import cache_response, cached_response
-from app.queries import artifact_sort_key, compilation_detail, snapshot_dict
+from app.pass_charts import chart_svgs
+from app.queries import artifact_sort_key, snapshot_dict
+from app.source_map import pass_indexes
 from app.urls import Urls, snapshot_id
 from app.web import SessionDep, UrlsDep, immutable_headers, int_param, respond, strip_json, wants_json
 from parsers.loc import match_source
@@ -83,11 +91,18 @@ def _etag_for(request: Request, digest: str) -> tuple[str, Response | None]:
 @router.get("/runs/{run_id}/c/{ordinal}")
 def compilation_page(request: Request, run_id: str, ordinal: str, session: SessionDep, urls: UrlsDep):
     compilation = load_compilation(session, run_id, ordinal)
-    data = compilation_detail(session, compilation, urls)
+    data = compilation_data(session, compilation, urls)
+    visible = visible_runs(identify(request), request.app.state.settings)  # other runs: those the reader may list
+    data["compare_with"] = compare_candidates(session, compilation, urls, visible)
     if not wants_json(request):
         # the op columns worth showing: groups some snapshot of this compilation uses
         present = [group for group in GROUPS if any(row["ops"].get(group.key) for row in data["snapshots"])]
-        data["page"] = {"groups": present, "launch_cells": launch_page_cells(data["launches"])}
+        data["page"] = {
+            "groups": present,
+            "launch_cells": launch_page_cells(data["launches"]),
+            "charts": chart_svgs(data["charts"], data["snapshots"]),
+            "outliers": {item["index"]: item for item in data["charts"]["outliers"]},
+        }
     return respond(request, "compilation.html", data)
 
 
@@ -349,9 +364,8 @@ def source_map(
     snapshots = list(compilation.snapshots)
     files: dict[str, int] = {}
     rows: list[dict[str, Any]] = []
-    for snapshot in snapshots:
-        kind = render.snapshot_kind(snapshot.kind)
-        index = render.source_index(snapshot.blob, kind, _text_loader(session, snapshot.blob))
+    indexes = pass_indexes(session, snapshots)
+    for snapshot, index in zip(snapshots, indexes, strict=True):
         for loc_file, count in index.files.items():
             files[loc_file] = files.get(loc_file, 0) + count
         if file is None or line is None:
@@ -359,7 +373,7 @@ def source_map(
         ir_lines: list[int] = []
         for loc_file in index.files:
             if _same_file(loc_file, file):
-                ir_lines.extend(index.by_source.get((loc_file, line), []))
+                ir_lines.extend(index.lines(loc_file, line))
         ir_lines.sort()
         row = {
             "index": snapshot.index,
@@ -390,13 +404,16 @@ def source_map(
         data["prev_line_url"] = urls.source_map(run_id, ordinal_number, file, line - 1) if line > 1 else None
         data["next_line_url"] = urls.source_map(run_id, ordinal_number, file, line + 1)
     if not wants_json(request):
-        data["page"] = _map_page(session, snapshots, rows, data)
+        data["page"] = _map_page(snapshots, [index.text for index in indexes], rows, data)
     return respond(request, "_snap_map.html", data)
 
 
-def _map_page(session: Session, snapshots: list[Snapshot], rows: list[dict], data: dict) -> dict:
+def _map_page(
+    snapshots: list[Snapshot], texts: list[render.TextLoader], rows: list[dict], data: dict
+) -> dict:
     """Quoted IR lines per pass (highlighted), skipping passes whose IR did not change."""
     by_index = {snapshot.index: snapshot for snapshot in snapshots}
+    text_of = {snapshot.index: text for snapshot, text in zip(snapshots, texts, strict=True)}
     quotes: dict[int, list[tuple[int, Markup]]] = {}
     seen_blobs: dict[str, int] = {}
     for row in rows:
@@ -404,9 +421,10 @@ def _map_page(session: Session, snapshots: list[Snapshot], rows: list[dict], dat
         first = seen_blobs.setdefault(snapshot.blob, row["index"])
         row_quote: list[tuple[int, Markup]] = []
         if first == row["index"] and row["lines"]:
-            text_lines = (render.blob_reader.text(session, snapshot.blob) or "").split("\n")
+            quoted = row["lines"][:MAP_SNIPPET_LINES]
+            text_lines = (text_of[row["index"]]() or "").split("\n", max(quoted))  # not past the last quoted
             kind = render.snapshot_kind(snapshot.kind)
-            for number in row["lines"][:MAP_SNIPPET_LINES]:
+            for number in quoted:
                 if number <= len(text_lines):
                     # the renderer escapes every token, so its output is safe markup
                     row_quote.append((number, Markup(render.highlight_line(text_lines[number - 1], kind))))
@@ -507,10 +525,22 @@ def _ir_fields(
             for item in matched
         ],
     }
+    fields["conversions"] = _conversions(rendered, load_text)
+    fields["conversion_counts"] = summary(fields["conversions"])
     if full:
         fields["text"] = load_text() or ""
         fields["locs"] = rendered.locs_json()
     return fields
+
+
+def _conversions(rendered: render.Analysis, load_text: render.TextLoader) -> list[dict[str, Any]]:
+    """Each ttg.convert_layout with what its lowering costs (app/layouts/cvt_costs.py)."""
+    if rendered.kind != "mlir":
+        return []
+    text = load_text() or ""
+    if "convert_layout" not in text:
+        return []
+    return convert_costs(io.StringIO(text))
 
 
 def _ir_page(
@@ -561,6 +591,8 @@ def _ir_page(
         {"start": start, "count": min(step, rendered.line_count - start), "url": lines_url(start, step)}
         for start in range(shown, rendered.line_count, step)
     ]
+    # What the layout inspector can draw, aliases expanded: a click on a use opens it at that shape.
+    drawn = drawable({alias: layout.definition for alias, layout in rendered.layouts.items()})
     script_data = None
     if pending:  # the lines not in the page yet: what the script needs to find and mark them
         script_data = json.dumps(
@@ -577,7 +609,8 @@ def _ir_page(
         "op_marks": any(rendered.op_lines.values()),
         "loc_tokens": rendered.loc_tokens,
         "layouts": [
-            {"alias": alias, "colour": rendered.layout_colours[alias], **render.layout_dict(layout)}
+            {"alias": alias, "colour": rendered.layout_colours[alias], "draw": drawn.get(alias),
+             **render.layout_dict(layout)}
             for alias, layout in rendered.layouts.items()
         ],
         "encodings": [

@@ -1,0 +1,200 @@
+"""Every route of the app, walked with hostile path and query values: none may answer 5xx.
+
+The routes come from the app itself (``app.routes``, through included routers), so a route added
+later is walked too. Each request starts from a URL that names real rows of a real capture (the
+sm90 add_kernel log, its Python source and cache files from tests/fixtures) and spoils one path
+parameter, or one number inside it, or the query. Runs on SQLite and, with IRLENS_TEST_DB_URL, on
+PostgreSQL: numbers past a database integer's range must be a 404, not an OverflowError.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote, urlencode
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+from tests.conftest import FIXTURES, REPO, fresh_db_url
+
+HOSTILE = [
+    "99999999999999999999999",  # past every integer type
+    "9223372036854775808",  # 2**63: one past SQLite's INTEGER
+    "2147483648",  # 2**31: one past PostgreSQL's integer
+    "-1",
+    "-99999999999999999999999",
+    "abc",
+    "1e9",
+    "0x10",
+    "\u00b2",  # "²": str.isdigit() says yes, int() says no
+    "\u0661\u0662",  # Arabic-Indic digits
+    "%00",
+    "\x00",
+    "..",
+    "../../../etc/passwd",
+    "",
+    " ",
+    "1" * 300,  # a 300-digit number
+]
+# the query names the app reads: each route's declared ones, and these read from request.query_params
+QUERY_SOURCES = re.compile(r"""(?:query_params|params)\.get\(\s*["'](\w+)["']|number\(\s*["'](\w+)["']""")
+MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
+
+
+def _capture(folder: Path) -> Path:
+    """The add_kernel log, its source, and a cache folder holding that kernel's real stage files."""
+    loc = FIXTURES / "loc"
+    members = {
+        "dump.log": gzip.decompress((FIXTURES / "sm90_add_kernel_dump.log.gz").read_bytes()),
+        "kernels/kernels.py": (FIXTURES / "triton39_src" / "kernels.py").read_bytes(),
+        "cache/ABCDEF/add_kernel.json": json.dumps(
+            {"name": "add_kernel", "target": {"backend": "cuda", "arch": 90, "warp_size": 32}, "num_warps": 4}
+        ).encode(),
+        **{f"cache/ABCDEF/add_kernel.{ext}": (loc / f"add_kernel.{ext}").read_bytes() for ext in ("ttgir", "llir", "ptx")},
+    }
+    path = folder / "capture.tar.gz"
+    with tarfile.open(path, "w:gz") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return path
+
+
+def _routes(routes, prefix: str = "") -> Iterator[tuple[str, object]]:
+    """(path, route) for every route, through included routers however deep."""
+    for route in routes:
+        included = getattr(route, "original_router", None)
+        if included is not None:
+            context = getattr(route, "include_context", None)
+            yield from _routes(included.routes, prefix + getattr(context, "prefix", ""))
+        elif hasattr(route, "path"):
+            yield prefix + route.path, route
+
+
+def _query_names(app_routes) -> list[str]:
+    names = {"start", "count", "file", "line", "q", "next", "all", "context", "view"}
+    for path in (REPO / "app").rglob("*.py"):
+        for match in QUERY_SOURCES.finditer(path.read_text()):
+            names.add(match.group(1) or match.group(2))
+    for _, route in app_routes:
+        dependant = getattr(route, "dependant", None)
+        for param in getattr(dependant, "query_params", []):
+            names.add(param.alias or param.name)
+    return sorted(names)
+
+
+@pytest.fixture(scope="module")
+def walker(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("walk")
+    settings = Settings(db_url=fresh_db_url(tmp_path), data_dir=tmp_path, load_demo=False)
+    with TestClient(create_app(settings), raise_server_exceptions=False, follow_redirects=False) as client:
+        capture = _capture(tmp_path)
+        response = client.post("/runs", files={"file": ("capture.tar.gz", capture.read_bytes())})
+        assert response.status_code in (200, 201, 303), response.text
+        yield client, response.json()["run"]
+
+
+def _valid_values(client: TestClient, run_id: str) -> dict[str, str]:
+    """A value naming a real row for each path parameter name the app uses."""
+    run = client.get(f"/runs/{run_id}.json").json()
+    compilation = next(c for c in run["compilations"] if c.get("artifacts"))
+    detail = client.get(compilation["url"] + ".json").json()
+    ordinal = compilation["url"].rsplit("/", 1)[1]
+    artifact = detail["files"][0]["url"].rsplit("/files/", 1)[1]
+    first, second = detail["snapshots"][0]["id"], detail["snapshots"][1]["id"]
+    log = re.search(r"/log/(\d+)", json.dumps(run))
+    source = re.search(r"/src/([^\"?]+)", json.dumps(run))
+    return {
+        "run_id": run_id,
+        "ordinal": ordinal,
+        "index": "1",
+        "artifact_pk": artifact,
+        "input_pk": log.group(1) if log else "1",
+        "spec": f"{first}..{second}",
+        "path": source.group(1) if source else "kernels/kernels.py",
+    }
+
+
+def _spoiled(valid: str) -> Iterator[str]:
+    """Hostile values for one parameter: whole, and in place of each number inside a valid value."""
+    yield from HOSTILE
+    for match in re.finditer(r"(?<![0-9a-f])\d+(?![0-9a-f])", valid):
+        for bad in HOSTILE[:5] + ["\u00b2"]:
+            yield valid[: match.start()] + bad + valid[match.end() :]
+
+
+def _fill(path: str, values: dict[str, str]) -> str:
+    def value(match: re.Match) -> str:
+        name, _, convertor = match.group(1).partition(":")
+        text = values.get(name, "1")
+        return quote(text, safe="/.") if convertor == "path" else quote(text, safe=".")
+
+    return re.sub(r"\{([^}]+)\}", value, path)
+
+
+def _requests(client: TestClient, run_id: str) -> Iterator[tuple[str, str]]:
+    """(method, url) pairs: every route, each path parameter spoiled in turn, then hostile queries."""
+    routes = list(_routes(client.app.routes))
+    assert len(routes) > 20, "the route walk found too few routes"
+    valid = _valid_values(client, run_id)
+    queries = _query_names(routes)
+    for path, route in routes:
+        methods = sorted((getattr(route, "methods", None) or {"GET"}) - {"HEAD"})
+        names = [name.partition(":")[0] for name in re.findall(r"\{([^}]+)\}", path)]
+        if not names and path.startswith("/static"):
+            names = ["path"]
+            path = "/static/{path:path}"
+        for method in methods:
+            for name in names:
+                for bad in _spoiled(valid.get(name, "1")):
+                    yield method, _fill(path, {**valid, name: bad})
+            if method in MUTATING:
+                continue  # only spoiled URLs for routes that change things: the run must stay
+            url = _fill(path, valid)
+            # a declared parameter refused with 422 would hide the others: those one at a time
+            declared = {param.alias for param in getattr(getattr(route, "dependant", None), "query_params", [])}
+            for bad in HOSTILE:
+                yield method, url + "?" + urlencode({name: bad for name in queries if name not in declared})
+                for name in sorted(declared):
+                    yield method, url + "?" + urlencode({name: bad})
+
+
+def test_no_route_answers_5xx_to_hostile_values(walker):
+    client, run_id = walker
+    failures, statuses = [], set()
+    for method, url in dict.fromkeys(_requests(client, run_id)):  # each distinct request once
+        response = client.request(method, url)
+        statuses.add(response.status_code)
+        if response.status_code >= 500:
+            failures.append(f"{method} {url[:160]} -> {response.status_code}: {response.text[:200]}")
+    assert not failures, f"{len(failures)} requests got 5xx:\n" + "\n".join(failures[:40])
+    assert 404 in statuses and 200 in statuses  # the walk both missed and reached real rows
+    assert client.get(f"/runs/{run_id}.json").status_code == 200  # nothing deleted it
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/runs/{run}/c/99999999999999999999999",
+        "/runs/{run}/c/99999999999999999999999.json",
+        "/runs/{run}/c/1/s/99999999999999999999999",
+        "/runs/{run}/c/1/files/99999999999999999999999",
+        "/runs/{run}/c/1/files/9223372036854775808/view",
+        "/runs/{run}/log/99999999999999999999999",
+        "/diff/{run}-1-99999999999999999999999..{run}-1-0",
+        "/diff/{run}-1-0..{run}-99999999999999999999999-1.json",
+        "/runs/{run}/c/\u00b2",
+    ],
+)
+def test_out_of_range_numbers_are_404(walker, url):
+    client, run_id = walker
+    assert client.get(url.format(run=run_id)).status_code == 404

@@ -1,0 +1,75 @@
+"""The map page's per-pass indexes (app/source_map.py) give exactly the snapshot page's locations.
+
+LLVM dumps are counted per !dbg node there, not resolved line by line; these tests hold the two
+roads to the same answer on every snapshot of real captures: the corpus's sm90_llvm (MLIR dumps,
+new-PM module and function-scope LLVM dumps, legacy and MIR dumps) and the add_kernel fixture.
+"""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+
+from app import render, source_map
+from app.db import Database
+from app.models import Compilation
+from app.views.snapshots import _snapshot_analysis, _text_loader
+from tests.conftest import FIXTURES, corpus_archive, fresh_db_url, ingest_paths
+from tests.test_snapshot_pages import get_json, make_site
+
+
+def _expected(session, compilation, snapshot) -> dict[tuple[str, int], list[int]]:
+    return _snapshot_analysis(session, compilation, snapshot, _text_loader(session, snapshot.blob)).by_source
+
+
+@pytest.mark.parametrize("capture", ["sm90_llvm", "fixture"])
+def test_pass_indexes_equal_the_snapshot_pages_locations(tmp_path, capture):
+    path = FIXTURES / "sm90_add_kernel_dump.log.gz" if capture == "fixture" else corpus_archive(capture)
+    database = Database(fresh_db_url(tmp_path))
+    try:
+        ingest_paths(database, [path])
+        render.clear_caches()
+        source_map.clear()
+        with database.session() as session:
+            compilations = list(session.scalars(select(Compilation)))
+            assert compilations
+            checked = located = 0
+            for compilation in compilations:
+                snapshots = list(compilation.snapshots)
+                for snapshot, index in zip(snapshots, source_map.pass_indexes(session, snapshots), strict=True):
+                    expected = _expected(session, compilation, snapshot)
+                    files: dict[str, int] = {}
+                    for (file, _), lines in expected.items():
+                        files[file] = files.get(file, 0) + len(lines)
+                    assert index.files == files, (snapshot.index, snapshot.pass_name)
+                    for (file, line), lines in expected.items():
+                        assert index.lines(file, line) == lines, (snapshot.index, file, line)
+                    assert index.lines("no/such/file.py", 1) == []
+                    checked += 1
+                    located += bool(expected)
+            assert checked >= 70 and located >= checked // 2
+    finally:
+        database.dispose()
+
+
+def test_function_scope_llvm_dumps_are_on_the_map(tmp_path):
+    """A function-scope LLVM dump prints no metadata: the map reads it against the latest module
+    dump, as its snapshot page does, instead of showing no lines for it."""
+    client, run = make_site(tmp_path, [corpus_archive("sm90_llvm")])
+    with client:
+        url = run["compilations"][0]["url"]
+        rows = get_json(client, url)["snapshots"]
+        plain = get_json(client, url + "/map")
+        top = plain["files"][0]["file"]
+        first = get_json(client, url + "/s/0")
+        lines = [loc["line"] for loc in first["locs"] if loc and loc["file"] == top]
+        line = max(set(lines), key=lines.count)
+        mapped = get_json(client, f"{url}/map?file={top}&line={line}")
+    # new-PM function passes: scope "add_kernel" (module dumps say "[module]", MIR "machine")
+    function_scope = {
+        row["index"] for row in rows
+        if row["kind"] == "llvm" and row["scope"] and "module" not in row["scope"] and row["scope"] != "machine"
+    }
+    assert len(function_scope) > 50
+    with_lines = {row["index"] for row in mapped["snapshots"] if row["lines"]}
+    assert function_scope <= with_lines
