@@ -112,7 +112,9 @@ class Snapshot(Base):
     size: Mapped[int] = mapped_column(Integer)
     line_count: Mapped[int] = mapped_column(Integer)
     blob: Mapped[str] = mapped_column(ForeignKey("blobs.hash"), index=True)
-    header: Mapped[str] = mapped_column(Text)
+    # The banner line as printed, interned: a few hundred distinct banners serve thousands of snapshots.
+    banner_pk: Mapped[int] = mapped_column(ForeignKey("banners.pk"))
+    banner: Mapped[Banner] = relationship()  # loaded on access only: no page lists raw banners
     # What the body holds (parsers/scopes.py): "module", "function", "loop", "machine", "op".
     scope_kind: Mapped[str | None] = mapped_column(String(16))
     # Index of the previous snapshot of the same scope: the one this is compared (and diffed) with.
@@ -120,6 +122,19 @@ class Snapshot(Base):
     # JSON list: passes LLVM's pass manager ran since the previous dump without printing one.
     trace: Mapped[str | None] = mapped_column(Text)
     __table_args__ = (Index("ix_snapshot_compilation_index", "compilation_pk", "index", unique=True),)
+
+    @property
+    def header(self) -> str:
+        return self.banner.text
+
+
+class Banner(Base):
+    """A dump banner's text, stored once however many snapshots print it (app/banners.py). No unique
+    index: a banner can exceed PostgreSQL's index row size, and a rare duplicate row costs nothing."""
+
+    __tablename__ = "banners"
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    text: Mapped[str] = mapped_column(Text)
 
 
 class Artifact(Base):

@@ -7,6 +7,7 @@ import json
 
 from sqlalchemy import insert
 
+from app.banners import banner_ids
 from app.blobs import insert_rows
 from app.ingest_state import IngestState
 from app.linking import CacheFolder, attach_timings, link_caches, resolve_diagnostics
@@ -28,7 +29,7 @@ from parsers.diagnostics import Diagnostic as ParsedDiagnostic
 SNAPSHOT_BATCH = 5000  # snapshot rows per INSERT (executemany)
 _SNAPSHOT_COLUMNS = (
     "compilation_pk", "index", "kind", "when", "pass_name", "pass_arg", "pass_options", "scope", "failed",
-    "stage", "changed", "line", "size", "line_count", "blob", "header", "scope_kind", "base_index", "trace",
+    "stage", "changed", "line", "size", "line_count", "blob", "banner_pk", "scope_kind", "base_index", "trace",
 )
 
 
@@ -92,6 +93,7 @@ class RunWriter:
 
         snapshot_rows: list[tuple] = []
         artifact_rows, timing_rows = [], []
+        banners = banner_ids(state.session, {s.header.raw for record, _ in ordered for s in record.snapshots})
         for record, _ in ordered:
             row = rows[id(record)]
             pk = row.pk
@@ -100,7 +102,7 @@ class RunWriter:
                 snapshot_rows.append((
                     pk, snapshot.index, header.kind, header.when, header.pass_name, header.pass_arg,
                     header.pass_options, snapshot.scope, header.failed, snapshot.stage, snapshot.changed,
-                    snapshot.line, snapshot.size, snapshot.line_count, snapshot.blob, header.raw,
+                    snapshot.line, snapshot.size, snapshot.line_count, snapshot.blob, banners[header.raw],
                     snapshot.level, snapshot.base, json.dumps(snapshot.trace) if snapshot.trace else None,
                 ))
                 if len(snapshot_rows) >= SNAPSHOT_BATCH:
