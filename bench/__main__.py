@@ -114,6 +114,20 @@ def _fmt_s(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
+def split_tables(tables: dict[str, int], raw: int, largest: int = 6) -> list[tuple[str, str]]:
+    """The database's pages by table (rows) and index, largest first, as MB and a share of the raw
+    input; the rest summed."""
+    ordered = sorted(tables.items(), key=lambda item: -item[1])
+    shown = ordered[:largest]
+    rest = sum(size for _, size in ordered[largest:])
+    label = {True: "index", False: "table"}
+    out = [(f"{label[name.startswith(('ix_', 'sqlite_autoindex'))]} {name}",
+            f"{size / MB:.2f} MB ({size / raw * 100:.2f}%)") for name, size in shown]
+    if rest:
+        out.append((f"{len(ordered) - largest} other tables and indexes", f"{rest / MB:.2f} MB ({rest / raw * 100:.2f}%)"))
+    return out
+
+
 def table(results: dict) -> str:
     """The results as a Markdown table (the README's Performance section holds a copy)."""
     rows: list[tuple[str, str, str, str]] = []  # figure, value, vs grep, target
@@ -139,6 +153,8 @@ def table(results: dict) -> str:
             f"{storage['share'] * 100:.2f}% ({storage['db_bytes'] / MB:.2f} MB)", "", "≤ 2%",
         ))
         rows.append(("  of which blob data", f"{storage['blob_data_bytes'] / MB:.2f} MB", "", ""))
+        for name, size in split_tables(storage.get("tables", {}), storage["raw_bytes"]):
+            rows.append((f"  {name}", size, "", ""))
     targets = results.get("targets", {})
     for page in results.get("pages", []):
         label = page["label"]
