@@ -1,7 +1,7 @@
 """Dump banners interned: `snapshots.header` (the banner text, repeated by every compilation of the
 same pipeline) becomes `snapshots.banner_pk` into `banners`, one row per distinct text.
 
-Revision ID: 0010
+Revision ID: 0008
 Revises: 0007
 Create Date: 2026-11-25
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0010"
+revision = "0008"
 down_revision = "0007"
 branch_labels = None
 depends_on = None
