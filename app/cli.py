@@ -53,6 +53,7 @@ class ProgressBar:
 def cmd_ingest(args: argparse.Namespace) -> int:
     import os
 
+    from app.disassembler import find_disassembler
     from app.ingest import Ingest, IngestError
     from app.queries import run_summary
     from app.urls import Urls
@@ -69,7 +70,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     try:
         with db.session() as session:
             ingest = Ingest(
-                session, title=args.title or "", tags=args.tag or [], limits=settings.limits(), progress=bar
+                session, title=args.title or "", tags=args.tag or [], limits=settings.limits(), progress=bar,
+                disassembler=find_disassembler(settings.sass_disassembler),
             )
             run = ingest.ingest(args.paths)
             session.commit()

@@ -20,6 +20,7 @@ from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from app.blobs import BlobWriter, insert_rows, sha256
+from app.disassembler import Disassembler
 from app.linking import CacheFolder, attach_timings, link_caches, resolve_diagnostics
 from app.models import (
     Artifact,
@@ -150,12 +151,16 @@ class Ingest:
         tags: Iterable[str] = (),
         limits: Limits | None = None,
         progress: Progress | None = None,
+        disassembler: Disassembler | None = None,
     ) -> None:
         self.session = session
         self.blobs = BlobWriter(session)
         self.run = Run(id=new_run_id(), title=title, owner=owner, tags=list(tags))
         self.limits = limits or Limits()
         self.progress = progress or (lambda name, count: None)
+        self.disassembler = disassembler  # None: cubins are recorded by size and hash only, nothing said
+        self.made_sass: list[dict] = []  # the SASS artifacts disassembled here (a kernel dump's own .sass wins)
+        self.cubins_without_sass = 0
         self.logs: list[LogResult] = []
         self.folders: dict[str, CacheFolder] = {}
         self.sources: dict[str, str] = {}  # path -> text, for loc matching and diagnostics
@@ -257,7 +262,11 @@ class Ingest:
             self._problem("warning", "the same file is in the upload twice: the second copy is not kept", path=path)
             return "duplicate", size
         if role == "cache-binary":
-            size, digest = self._drain(stream)
+            if self.disassembler is not None and path.endswith(".cubin"):
+                size, digest, sass = self.disassembler.read_cubin(stream)
+                self._add_sass(folder, path, sass)
+            else:
+                size, digest = self._drain(stream)
             folder.add(path.rsplit(".", 1)[-1], path, size, digest, None, None)
             return role, size
         data = self._read_small(stream, path)
@@ -276,6 +285,18 @@ class Ingest:
         match = sha256(data.rstrip(b"\r\n")) if kind in ("ttir", "ttgir", "glir", "source") else None
         folder.add(kind, path, len(data), digest, blob, match)
         return role, len(data)
+
+    def _add_sass(self, folder: CacheFolder, cubin: str, sass) -> None:
+        if sass is None or sass.text is None:
+            self.cubins_without_sass += 1
+        if sass is not None and sass.problem and self.disassembler.tool is not None:
+            self._problem("warning", sass.problem, path=cubin)
+        if sass is None or sass.text is None:
+            return
+        artifact = {"kind": "sass", "path": cubin[: -len(".cubin")] + ".sass", "size": len(sass.text),
+                    "sha256": sha256(sass.text), "blob": self.blobs.put(sass.text)}
+        folder.files.append(artifact)  # not in folder.paths: an uploaded .sass of that name still counts
+        self.made_sass.append(artifact)
 
     def _ingest_log(self, path: str, stream: BinaryIO) -> tuple[str | None, int]:
         result = LogResult(path)
@@ -358,17 +379,23 @@ class Ingest:
         """Tell the user about cache folders that are suspect as a whole: a copy of another one, or
         a kernel binary alone (a .cubin shows nothing but its size and hash)."""
         seen: dict[frozenset, str] = {}
+        made = {id(artifact) for artifact in self.made_sass}
         for folder in self.folders.values():
+            if sum(artifact["kind"] == "sass" for artifact in folder.files) > 1:  # a kernel dump's own .sass
+                folder.files = [artifact for artifact in folder.files if id(artifact) not in made]
             files = frozenset((artifact["kind"], artifact["sha256"]) for artifact in folder.files)
             if files and files in seen:
                 self._problem("warning", f"the same kernel files as {seen[files] or 'the top folder'}: "
                               "a copy of the same cache entry", path=folder.path or None)
             seen.setdefault(files, folder.path)
-            kinds = {artifact["kind"] for artifact in folder.files}
+            kinds = {artifact["kind"] for artifact in folder.files if id(artifact) not in made}
             if kinds and kinds <= {"cubin", "hsaco"}:
+                with_sass = any(id(artifact) in made for artifact in folder.files)
+                kept = "by size and hash, and its SASS" if with_sass else "by size and hash only"
                 for artifact in folder.files:
-                    self._problem("warning", "a kernel binary without the IR or metadata of its cache folder: "
-                                  "kept by size and hash only", path=artifact["path"])
+                    if id(artifact) not in made:
+                        self._problem("warning", "a kernel binary without the IR or metadata of its cache folder: "
+                                      f"kept {kept}", path=artifact["path"])
             elif "json" in kinds:
                 # Every complete cache entry holds its TTGIR, LLVM IR and binary beside the metadata.
                 missing = [name for name, found in (
@@ -385,6 +412,10 @@ class Ingest:
     def _write(self) -> None:
         run = self.run
         self._check_folders()
+        if self.cubins_without_sass and self.disassembler is not None and self.disassembler.tool is None:
+            count = self.cubins_without_sass
+            self._problem("warning", f"SASS not shown for {count} cubin{'s' if count > 1 else ''}: "
+                          f"{self.disassembler.reason}")
         ordered: list[tuple[CompilationRecord, str]] = []
         diagnostics: list[tuple[ParsedDiagnostic, CompilationRecord | None, str]] = []
         for log in self.logs:
