@@ -13,9 +13,9 @@ from sqlalchemy import select
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import render, web
-from app.disassembler import find_disassembler
 from app.auth import AuthMiddleware
 from app.db import Database
+from app.disassembler import find_disassembler
 from app.models import Run
 from app.retention import start_retention
 from app.security import SecurityMiddleware, server_error

@@ -73,6 +73,7 @@ __all__ = [
     "page_lines",
     "render_ir",
     "render_python",
+    "sass_counts",
     "snapshot_kind",
     "source_index",
 ]
@@ -404,6 +405,18 @@ def ops_counts(digest: str, load_text: TextLoader) -> dict[str, int]:
         return cached
     analysis = _ANALYSES.get((digest, "mlir", None)) or _ANALYSES.get((digest, "llvm", None))
     counts = dict(analysis.ops) if analysis is not None else count_groups(load_text() or "")
+    _OPS.put(key, counts, 64 * len(counts) + 64)
+    return counts
+
+
+def sass_counts(digest: str, load_text: TextLoader) -> dict[str, int]:
+    """Instructions per hardware-op group of a SASS text, cached by hash (for the compilation page)."""
+    key = (digest, "sass-ops")
+    cached = _OPS.get(key)
+    if cached is not None:
+        return cached
+    analysis = _ANALYSES.get((digest, "sass", None))
+    counts = dict(analysis.ops) if analysis is not None else sass.count_groups(load_text() or "")
     _OPS.put(key, counts, 64 * len(counts) + 64)
     return counts
 

@@ -14,7 +14,7 @@ The groups use the keys of the IR's hardware-op groups, so counts line up with t
   UBLKRED, UBLKPF (bulk copies);
 * ``barrier``: BAR, SYNCS (mbarriers), MEMBAR, FENCE, ERRBAR, UTCBAR (tcgen05.commit's arrive);
 * ``async``: LDGSTS (cp.async), LDGDEPBAR (its commit group), ARRIVES (cp.async.mbarrier.arrive);
-* ``tmem``: LDTM, STTM, UTCCP, UTCSHIFT (tensor memory);
+* ``tmem``: LDTM, STTM, UTCCP, UTCSHIFT, UTCATOMSWS (tensor memory: loads, stores, copies, alloc);
 * ``shared``: LDS, STS, LDSM, STSM, ATOMS, REDS (shared memory; LDSM/STSM are ldmatrix/stmatrix).
 
 cuobjdump interleaves the encodings as ``/* 0x... */`` comments (one trailing each instruction and
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["GROUP_OF", "clean_cuobjdump_line", "classify_line", "count_groups", "instruction_opcode"]
+__all__ = ["GROUP_OF", "classify_line", "clean_cuobjdump_line", "count_groups", "instruction_opcode"]
 
 GROUP_OF: dict[str, str] = {
     **dict.fromkeys(
@@ -38,7 +38,7 @@ GROUP_OF: dict[str, str] = {
         "tma"),
     **dict.fromkeys(("BAR", "SYNCS", "MEMBAR", "FENCE", "ERRBAR", "UTCBAR"), "barrier"),
     **dict.fromkeys(("LDGSTS", "LDGDEPBAR", "ARRIVES"), "async"),
-    **dict.fromkeys(("LDTM", "STTM", "UTCCP", "UTCSHIFT"), "tmem"),
+    **dict.fromkeys(("LDTM", "STTM", "UTCCP", "UTCSHIFT", "UTCATOMSWS"), "tmem"),
     **dict.fromkeys(("LDS", "STS", "LDSM", "STSM", "ATOMS", "REDS"), "shared"),
 }
 _KEYS = tuple(dict.fromkeys(GROUP_OF.values()))

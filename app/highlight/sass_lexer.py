@@ -57,11 +57,13 @@ class SassLexer(RegexLexer):
             (r"(" + _REGISTER + r")((?:\.[A-Za-z0-9_]+)*)", bygroups(Name.Variable, Name.Attribute)),
             (r'@?"(?:[^"\\\n]|\\.)*"', String),
             (r"\.L_\w+", Name.Label),
+            (r"\.[A-Za-z_][\w.$]*", Name.Namespace),  # section names: .text.add_kernel, .nv.info
+            (r"@[A-Za-z_]\w*", Name.Attribute),  # symbol types and section flags: @function, @progbits
             (r"-?0x[0-9a-fA-F]+", Number.Hex),
             (r"-?\d+\.\d*(?:e[+-]?\d+)?|-?INF|\+INF|QNAN", Number.Float),
             (r"-?\d+", Number.Integer),
-            (r"[A-Za-z_][\w$.]*", Name),
-            (r"[\[\](),;|!~+\-*]", Punctuation),
+            (r"[A-Za-z_$][\w$.]*", Name),
+            (r"[\[\](){},;|!~+\-*`]", Punctuation),  # `(.L_x_0): a branch target; {5,4}: scoreboards
             (r"[^\n]", Text),
         ],
     }
