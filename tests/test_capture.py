@@ -89,13 +89,17 @@ def test_sigint_reaches_the_program_and_what_it_compiled_is_stored(tmp_path: Pat
     db_url = fresh_db_url(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     errors = tmp_path / "stderr.txt"  # a file, not a pipe: nobody reads the dumps while the program waits
-    with open(errors, "w") as stderr:
-        process = subprocess.Popen(
-            [*IRLENS, "capture", "--db", db_url, "--json", "--", sys.executable, str(PROGRAM), "--wait"],
-            stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL, env=env, text=True,
-            # as from a shell: a test runner started in the background may ignore SIGINT, and children inherit that
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-        )
+    # As from a shell: a test runner started in the background may ignore SIGINT, and children inherit
+    # that; a handled signal is reset to its default in the child.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with open(errors, "w") as stderr:
+            process = subprocess.Popen(
+                [*IRLENS, "capture", "--db", db_url, "--json", "--", sys.executable, str(PROGRAM), "--wait"],
+                stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL, env=env, text=True,
+            )
+    finally:
+        signal.signal(signal.SIGINT, previous)
     try:
         assert process.stdout.readline() == "compiled add_kernel\n"
         assert process.stdout.readline() == "ready\n"

@@ -16,6 +16,8 @@ Every line is lexed from the root state, so pages of a text lex on their own. No
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pygments.lexer import RegexLexer, bygroups
 from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Text, Whitespace
 
@@ -26,10 +28,10 @@ _REGISTER = r"(?:U?R(?:\d+|Z)|U?P(?:\d|T)|SR_[A-Za-z0-9_]+|SRZ|S?B\d+|URZ)(?![\w
 
 class SassLexer(RegexLexer):
     name = "SASS"
-    aliases = ["sass-nvidia"]
-    filenames = ["*.sass"]
+    aliases: ClassVar[list[str]] = ["sass-nvidia"]
+    filenames: ClassVar[list[str]] = ["*.sass"]
 
-    tokens = {
+    tokens: ClassVar[dict] = {
         "root": [
             (r"\n", Whitespace),
             (r"[ \t]+", Whitespace),
