@@ -18,9 +18,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Self
 
 from parsers.sass import clean_cuobjdump_line
 
@@ -52,28 +53,18 @@ class Disassembler:
         return self.tool is not None and "cuobjdump" in os.path.basename(self.tool)
 
     def read_cubin(self, stream: BinaryIO) -> tuple[int, str, Sass | None]:
-        """Read a cubin to its end (size, sha256) through a temporary file, and disassemble it.
-        The SASS is None when no tool is available."""
-        digest, size = hashlib.sha256(), 0
-        with tempfile.NamedTemporaryFile(prefix="irlens-", suffix=".cubin") as spool:
-            while block := stream.read(1 << 20):
-                digest.update(block)
-                size += len(block)
-                if size <= MAX_CUBIN_BYTES:
-                    spool.write(block)
-            spool.flush()
-            if self.tool is None:
-                return size, digest.hexdigest(), None
-            if size > MAX_CUBIN_BYTES:
-                problem = f"a cubin over {MAX_CUBIN_BYTES >> 20} MB is not disassembled"
-                return size, digest.hexdigest(), Sass(None, problem)
-            return size, digest.hexdigest(), self.disassemble(spool.name)
+        """Read a cubin to its end (size, sha256) and disassemble it. The SASS is None when no tool is
+        available."""
+        with SassJobs(self, workers=1) as jobs:
+            size, digest, job = jobs.add(stream)
+            return size, digest, job.result() if job is not None else None
 
     def disassemble(self, cubin: str) -> Sass:
         if self.tool is None:
             return Sass(None, self.reason)
         attempts = [[self.tool, "-sass", cubin]] if self.is_cuobjdump else [
-            [self.tool, "-gi", "-c", cubin],
+            # -ndf: no dataflow analysis (branch-target labels), which triples the time on large kernels
+            [self.tool, "-gi", "-c", "-ndf", cubin],
             [self.tool, "-c", cubin],  # an nvdisasm too old for -gi, or a cubin its line info trips up
         ]
         problem = None
@@ -82,6 +73,7 @@ class Disassembler:
             if text is not None:
                 return Sass(self._clean(text) if self.is_cuobjdump else text, problem)
         return Sass(None, problem)
+
 
     def _run(self, command: list[str]) -> tuple[bytes | None, str | None]:
         name = os.path.basename(command[0])
@@ -108,6 +100,64 @@ class Disassembler:
     def _clean(text: bytes) -> bytes:
         lines = (clean_cuobjdump_line(line) for line in text.decode("utf-8", "replace").split("\n"))
         return "\n".join(line for line in lines if line is not None).encode("utf-8")
+
+
+class SassJobs:
+    """The cubins of one ingest, disassembled a few at a time in the background while the ingest reads
+    on (a disassembler's start-up alone is a good part of a second): each cubin is copied to a
+    temporary file as it streams by, removed once its SASS is made."""
+
+    def __init__(self, disassembler: Disassembler, workers: int | None = None) -> None:
+        self.disassembler = disassembler
+        self.workers = workers or max(1, min(4, os.cpu_count() or 1))
+        self.pool: ThreadPoolExecutor | None = None
+        self.folder: str | None = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def add(self, stream: BinaryIO) -> tuple[int, str, Future[Sass] | None]:
+        """Read a cubin to its end: (size, sha256, the job making its SASS, None without a tool)."""
+        digest, size = hashlib.sha256(), 0
+        if self.disassembler.tool is None:
+            while block := stream.read(1 << 20):
+                digest.update(block)
+                size += len(block)
+            return size, digest.hexdigest(), None
+        if self.folder is None:
+            self.folder = tempfile.mkdtemp(prefix="irlens-cubins-")
+        handle, path = tempfile.mkstemp(suffix=".cubin", dir=self.folder)
+        with os.fdopen(handle, "wb") as spool:
+            while block := stream.read(1 << 20):
+                digest.update(block)
+                size += len(block)
+                if size <= MAX_CUBIN_BYTES:
+                    spool.write(block)
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="irlens-sass")
+        return size, digest.hexdigest(), self.pool.submit(self._disassemble, path, size)
+
+    def _disassemble(self, path: str, size: int) -> Sass:
+        try:
+            if size > MAX_CUBIN_BYTES:
+                return Sass(None, f"a cubin over {MAX_CUBIN_BYTES >> 20} MB is not disassembled")
+            return self.disassembler.disassemble(path)
+        except (OSError, subprocess.SubprocessError, ValueError) as error:  # costs the cubin its SASS, not the ingest
+            return Sass(None, f"the cubin could not be disassembled: {error}")
+        finally:
+            os.unlink(path)
+
+    def close(self) -> None:
+        """Wait for the jobs under way (each is bounded by the tool's timeout) and drop the files."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
 
 
 def _bundled_tools() -> list[Path]:

@@ -12,6 +12,7 @@ import io
 import posixpath
 import secrets
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -20,7 +21,7 @@ from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from app.blobs import BlobWriter, insert_rows, sha256
-from app.disassembler import Disassembler
+from app.disassembler import Disassembler, SassJobs
 from app.linking import CacheFolder, attach_timings, link_caches, resolve_diagnostics
 from app.models import (
     Artifact,
@@ -159,6 +160,8 @@ class Ingest:
         self.limits = limits or Limits()
         self.progress = progress or (lambda name, count: None)
         self.disassembler = disassembler  # None: cubins are recorded by size and hash only, nothing said
+        self.sass_jobs = SassJobs(disassembler) if disassembler is not None else None
+        self.pending_sass: list[tuple[CacheFolder, str, Future]] = []  # (folder, cubin path, its SASS job)
         self.made_sass: list[dict] = []  # the SASS artifacts disassembled here (a kernel dump's own .sass wins)
         self.cubins_without_sass = 0
         self.logs: list[LogResult] = []
@@ -174,6 +177,8 @@ class Ingest:
         try:
             return self._ingest(inputs)
         finally:
+            if self.sass_jobs is not None:
+                self.sass_jobs.close()
             self.blobs.close()
 
     def _ingest(self, inputs: Iterable) -> Run:
@@ -262,9 +267,12 @@ class Ingest:
             self._problem("warning", "the same file is in the upload twice: the second copy is not kept", path=path)
             return "duplicate", size
         if role == "cache-binary":
-            if self.disassembler is not None and path.endswith(".cubin"):
-                size, digest, sass = self.disassembler.read_cubin(stream)
-                self._add_sass(folder, path, sass)
+            if self.sass_jobs is not None and path.endswith(".cubin"):
+                size, digest, job = self.sass_jobs.add(stream)
+                if job is None:
+                    self.cubins_without_sass += 1
+                else:
+                    self.pending_sass.append((folder, path, job))
             else:
                 size, digest = self._drain(stream)
             folder.add(path.rsplit(".", 1)[-1], path, size, digest, None, None)
@@ -286,17 +294,19 @@ class Ingest:
         folder.add(kind, path, len(data), digest, blob, match)
         return role, len(data)
 
-    def _add_sass(self, folder: CacheFolder, cubin: str, sass) -> None:
-        if sass is None or sass.text is None:
-            self.cubins_without_sass += 1
-        if sass is not None and sass.problem and self.disassembler.tool is not None:
-            self._problem("warning", sass.problem, path=cubin)
-        if sass is None or sass.text is None:
-            return
-        artifact = {"kind": "sass", "path": cubin[: -len(".cubin")] + ".sass", "size": len(sass.text),
-                    "sha256": sha256(sass.text), "blob": self.blobs.put(sass.text)}
-        folder.files.append(artifact)  # not in folder.paths: an uploaded .sass of that name still counts
-        self.made_sass.append(artifact)
+    def _collect_sass(self) -> None:
+        """Store each cubin's SASS (made in the background while the rest was read) as a `sass` artifact."""
+        for folder, cubin, job in self.pending_sass:
+            sass = job.result()
+            if sass.problem:
+                self._problem("warning", sass.problem, path=cubin)
+            if sass.text is None:
+                continue
+            artifact = {"kind": "sass", "path": cubin[: -len(".cubin")] + ".sass", "size": len(sass.text),
+                        "sha256": sha256(sass.text), "blob": self.blobs.put(sass.text)}
+            folder.files.append(artifact)  # not in folder.paths: an uploaded .sass of that name still counts
+            self.made_sass.append(artifact)
+        self.pending_sass = []
 
     def _ingest_log(self, path: str, stream: BinaryIO) -> tuple[str | None, int]:
         result = LogResult(path)
@@ -411,6 +421,7 @@ class Ingest:
 
     def _write(self) -> None:
         run = self.run
+        self._collect_sass()
         self._check_folders()
         if self.cubins_without_sass and self.disassembler is not None and self.disassembler.tool is None:
             count = self.cubins_without_sass
