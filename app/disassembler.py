@@ -63,7 +63,7 @@ class Disassembler:
         if self.tool is None:
             return Sass(None, self.reason)
         attempts = [[self.tool, "-sass", cubin]] if self.is_cuobjdump else [
-            # -ndf: no dataflow analysis (branch-target labels), which triples the time on large kernels
+            # -ndf: no dataflow analysis (branch-target labels): a third less CPU, the same text on Triton cubins
             [self.tool, "-gi", "-c", "-ndf", cubin],
             [self.tool, "-c", cubin],  # an nvdisasm too old for -gi, or a cubin its line info trips up
         ]
