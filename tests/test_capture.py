@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 
 import pytest
 
+from app.disassembler import find_disassembler
 from bench.server import serve
 from tests.conftest import REPO, fresh_db_url
 
@@ -55,6 +56,8 @@ def test_capture_stores_passes_cache_stages_and_python_source(tmp_path: Path):
     assert compilation["target"] == "cuda:90" and compilation["triton_version"] == "3.8.0"
     assert compilation["snapshots"]["mlir"] > 20 and compilation["snapshots"]["llvm"] > 0  # --llvm
     assert {"ttir", "ttgir", "llir", "ptx", "json", "cubin"} <= set(compilation["artifacts"])
+    if find_disassembler().tool:  # the Triton wheel bundles nvdisasm: its SASS sits beside the PTX
+        assert "sass" in compilation["artifacts"]
     assert compilation["cache_match"] == "ttgir"  # the cache folder is tied to the log's compilation
 
     run = get_json(db_url, summary["url"] + ".json")
