@@ -59,7 +59,8 @@ class Disassembler:
             size, digest, job = jobs.add(stream)
             return size, digest, job.result() if job is not None else None
 
-    def disassemble(self, cubin: str) -> Sass:
+    def disassemble(self, cubin: str, pass_fds: tuple[int, ...] = ()) -> Sass:
+        """The SASS of the cubin at path ``cubin`` (``pass_fds``: descriptors the path needs, /dev/fd/N)."""
         if self.tool is None:
             return Sass(None, self.reason)
         attempts = [[self.tool, "-sass", cubin]] if self.is_cuobjdump else [
@@ -69,18 +70,18 @@ class Disassembler:
         ]
         problem = None
         for command in attempts:
-            text, problem = self._run(command)
+            text, problem = self._run(command, pass_fds)
             if text is not None:
                 return Sass(self._clean(text) if self.is_cuobjdump else text, problem)
         return Sass(None, problem)
 
 
-    def _run(self, command: list[str]) -> tuple[bytes | None, str | None]:
+    def _run(self, command: list[str], pass_fds: tuple[int, ...]) -> tuple[bytes | None, str | None]:
         name = os.path.basename(command[0])
         with tempfile.TemporaryFile() as output:
             try:
                 done = subprocess.run(command, stdout=output, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                      timeout=self.timeout, check=False)
+                                      timeout=self.timeout, check=False, pass_fds=pass_fds)
             except subprocess.TimeoutExpired:
                 return None, f"{name} ran over {self.timeout:g} s on this cubin: no SASS"
             except OSError as error:
@@ -104,14 +105,14 @@ class Disassembler:
 
 class SassJobs:
     """The cubins of one ingest, disassembled a few at a time in the background while the ingest reads
-    on (a disassembler's start-up alone is a good part of a second): each cubin is copied to a
-    temporary file as it streams by, removed once its SASS is made."""
+    on (a disassembler's start-up alone is a good part of a second). Each cubin is copied, as it
+    streams by, to an anonymous temporary file that the tool opens as /dev/fd/N: no name is left
+    behind, even when the ingest is killed."""
 
     def __init__(self, disassembler: Disassembler, workers: int | None = None) -> None:
         self.disassembler = disassembler
         self.workers = workers or max(1, min(4, os.cpu_count() or 1))
         self.pool: ThreadPoolExecutor | None = None
-        self.folder: str | None = None
 
     def __enter__(self) -> Self:
         return self
@@ -122,42 +123,41 @@ class SassJobs:
     def add(self, stream: BinaryIO) -> tuple[int, str, Future[Sass] | None]:
         """Read a cubin to its end: (size, sha256, the job making its SASS, None without a tool)."""
         digest, size = hashlib.sha256(), 0
-        if self.disassembler.tool is None:
+        # closed by the job that reads it, or below when it never starts
+        spool = tempfile.TemporaryFile() if self.disassembler.tool is not None else None  # noqa: SIM115
+        try:
             while block := stream.read(1 << 20):
                 digest.update(block)
                 size += len(block)
-            return size, digest.hexdigest(), None
-        if self.folder is None:
-            self.folder = tempfile.mkdtemp(prefix="irlens-cubins-")
-        handle, path = tempfile.mkstemp(suffix=".cubin", dir=self.folder)
-        with os.fdopen(handle, "wb") as spool:
-            while block := stream.read(1 << 20):
-                digest.update(block)
-                size += len(block)
-                if size <= MAX_CUBIN_BYTES:
+                if spool is not None and size <= MAX_CUBIN_BYTES:
                     spool.write(block)
-        if self.pool is None:
-            self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="irlens-sass")
-        return size, digest.hexdigest(), self.pool.submit(self._disassemble, path, size)
+            if spool is None:
+                return size, digest.hexdigest(), None
+            spool.flush()
+            if self.pool is None:
+                self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="irlens-sass")
+            job = self.pool.submit(self._disassemble, spool, size)
+        except BaseException:
+            if spool is not None:
+                spool.close()
+            raise
+        return size, digest.hexdigest(), job
 
-    def _disassemble(self, path: str, size: int) -> Sass:
+    def _disassemble(self, spool: BinaryIO, size: int) -> Sass:
         try:
             if size > MAX_CUBIN_BYTES:
                 return Sass(None, f"a cubin over {MAX_CUBIN_BYTES >> 20} MB is not disassembled")
-            return self.disassembler.disassemble(path)
+            return self.disassembler.disassemble(f"/dev/fd/{spool.fileno()}", pass_fds=(spool.fileno(),))
         except (OSError, subprocess.SubprocessError, ValueError) as error:  # costs the cubin its SASS, not the ingest
             return Sass(None, f"the cubin could not be disassembled: {error}")
         finally:
-            os.unlink(path)
+            spool.close()
 
     def close(self) -> None:
-        """Wait for the jobs under way (each is bounded by the tool's timeout) and drop the files."""
+        """Wait for the jobs under way (each is bounded by the tool's timeout)."""
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
-        if self.folder is not None:
-            shutil.rmtree(self.folder, ignore_errors=True)
-            self.folder = None
 
 
 def _bundled_tools() -> list[Path]:
