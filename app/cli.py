@@ -1,4 +1,5 @@
-"""The `irlens` command: ingest, serve (with --get: one in-process request), tokens, db, gc, delete, upload."""
+"""The `irlens` command: ingest, serve (with --get: one in-process request), tokens, db, gc, delete, upload,
+capture."""
 
 from __future__ import annotations
 
@@ -52,6 +53,7 @@ class ProgressBar:
 def cmd_ingest(args: argparse.Namespace) -> int:
     import os
 
+    from app.disassembler import find_disassembler
     from app.ingest import Ingest, IngestError
     from app.queries import run_summary
     from app.urls import Urls
@@ -68,7 +70,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     try:
         with db.session() as session:
             ingest = Ingest(
-                session, title=args.title or "", tags=args.tag or [], limits=settings.limits(), progress=bar
+                session, title=args.title or "", tags=args.tag or [], limits=settings.limits(), progress=bar,
+                disassembler=find_disassembler(settings.sass_disassembler),
             )
             run = ingest.ingest(args.paths)
             session.commit()
@@ -467,6 +470,50 @@ def cmd_upload(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_capture(args: argparse.Namespace) -> int:
+    """Run the program with Triton's dumps on, then ingest (or upload) what it wrote as one run.
+
+    The exit status is the program's; when the program succeeded but nothing could be stored, 2."""
+    import shlex
+
+    from app.capture import discard, run_program, sources_named, text_files
+
+    command = args.program[1:] if args.program[:1] == ["--"] else args.program
+    if not command:
+        print("irlens: capture what? give the program after --, e.g. irlens capture -- python train.py",
+              file=sys.stderr)
+        return 2
+    if args.upload and args.db:
+        print("irlens: --db and --upload do not go together: store locally or upload", file=sys.stderr)
+        return 2
+    try:
+        captured = run_program(command, llvm=args.llvm, timing=args.timing)
+    except OSError as error:
+        print(f"irlens: cannot run {command[0]}: {error.strerror or error}", file=sys.stderr)
+        return 127 if isinstance(error, FileNotFoundError) else 126
+    captured.sources = sources_named(text_files(captured))
+    paths = captured.paths
+    if captured.interrupted:
+        print("irlens: the program was interrupted; storing what it wrote before it stopped", file=sys.stderr)
+    if not paths:
+        print("irlens: the program wrote no dumps and compiled no kernels: nothing to store", file=sys.stderr)
+        discard(captured)
+        return captured.returncode or 2
+    title = args.title or ("capture: " + shlex.join(command))[:300]
+    common = {"title": title, "tag": args.tag, "json": args.json, "quiet": True, "paths": paths}
+    if args.upload:
+        status = cmd_upload(argparse.Namespace(
+            server=args.upload, token=args.token, listed=args.listed, timeout=args.timeout, **common))
+    else:
+        status = cmd_ingest(argparse.Namespace(db=args.db, **common))
+    if status:
+        print(f"irlens: the capture is kept in {captured.folder}; store it later with "
+              f"`irlens ingest {shlex.join(paths)}`", file=sys.stderr)
+        return captured.returncode or status
+    discard(captured)
+    return captured.returncode
+
+
 def _error_text(response: httpx.Response) -> str:
     try:
         data = response.json()
@@ -545,6 +592,22 @@ def build_parser() -> argparse.ArgumentParser:
     upload.add_argument("--quiet", action="store_true", help="no progress bar")
     upload.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for the server's answer")
     upload.set_defaults(handler=cmd_upload)
+
+    capture = commands.add_parser(
+        "capture", help="run a program with Triton's dumps on, then store its log, cache and sources as a run")
+    capture.add_argument("program", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
+                         help="the program and its arguments, after --")
+    capture.add_argument("--db", help="database URL (default: the IRLENS_DB_URL setting or data/irlens.db)")
+    capture.add_argument("--upload", metavar="URL", help="upload to this irlens server instead (as irlens upload)")
+    capture.add_argument("--token", help="with --upload: an API token (default: IRLENS_TOKEN)")
+    capture.add_argument("--listed", action="store_true", help="with --upload: list the run on the home page")
+    capture.add_argument("--timeout", type=float, default=3600.0, help="with --upload: seconds to wait for the server")
+    capture.add_argument("--title", help="a title for the run (default: the command line)")
+    capture.add_argument("--tag", action="append", help="a tag for the run (repeatable)")
+    capture.add_argument("--llvm", action="store_true", help="also dump LLVM IR after every pass (LLVM_IR_ENABLE_DUMP=1)")
+    capture.add_argument("--timing", action="store_true", help="also print pass timings (MLIR_ENABLE_TIMING=1)")
+    capture.add_argument("--json", action="store_true", help="after the program's output, print the run as JSON")
+    capture.set_defaults(handler=cmd_capture)
     return parser
 
 

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from app.blobs import BlobWriter
 from app.cache_files import CacheFiles
+from app.disassembler import Disassembler
 from app.file_streams import PrefixedStream, drain, read_small
 from app.ingest_state import IngestError, IngestState
 from app.log_reader import LogReader
@@ -50,6 +51,7 @@ class Ingest:
         tags: Iterable[str] = (),
         limits: Limits | None = None,
         progress: Progress | None = None,
+        disassembler: Disassembler | None = None,
     ) -> None:
         self.blobs = BlobWriter(session)
         self.run = Run(id=new_run_id(), title=title, owner=owner, tags=list(tags))
@@ -57,7 +59,7 @@ class Ingest:
         self.limits = limits or Limits()
         self.progress = progress or (lambda name, count: None)
         self.logs = LogReader(self.state, lambda: self.state.bytes_read)
-        self.cache_files = CacheFiles(self.state)
+        self.cache_files = CacheFiles(self.state, disassembler)
         self.traces = TraceCollector(self.blobs, self.state.problem)
 
     # -- entry point -----------------------------------------------------------
@@ -65,6 +67,7 @@ class Ingest:
         try:
             return self._ingest(inputs)
         finally:
+            self.cache_files.close()
             self.blobs.close()
 
     def _ingest(self, inputs: Iterable) -> Run:
@@ -80,6 +83,7 @@ class Ingest:
             self.state.problem("skipped", f"skipped: {skipped.reason}", path=skipped.path)
             self.state.inputs.append({"path": skipped.path, "size": None, "role": "skipped", "note": skipped.reason})
         self._check_something_ingested()
+        self.cache_files.collect_sass()
         self.cache_files.check()
         RunWriter(self.state, self.cache_files.folders, self.traces).write()
         return self.run

@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app import render, web
 from app.auth import AuthMiddleware
 from app.db import Database
+from app.disassembler import find_disassembler
 from app.models import Run
 from app.retention import start_retention
 from app.security import SecurityMiddleware, server_error
@@ -73,6 +74,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Outermost of ours: its headers go on every response (a 500 gets them from server_error).
     app.add_middleware(SecurityMiddleware)
     app.state.limits = settings.limits()
+    app.state.disassembler = find_disassembler(settings.sass_disassembler)  # looked for once, not per upload
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     for router in (
         meta.router, runs.router, snapshots.router, history.router, diffs.router, compare.router,

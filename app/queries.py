@@ -217,6 +217,7 @@ def compilation_detail(session: Session, compilation: Compilation, urls: Urls) -
         }
         for a in sorted(compilation.artifacts, key=artifact_sort_key)
     ]
+    data["sass"] = _sass_summary(session, compilation, render)
     data["timings"] = [
         {"report": t.report, "name": t.name, "depth": t.depth, "wall": t.wall, "percent": t.percent,
          "analysis": t.analysis}
@@ -228,6 +229,24 @@ def compilation_detail(session: Session, compilation: Compilation, urls: Urls) -
     data["launches"] = launch_table(compilation)
     data["map_url"] = urls.source_map(run_id, ordinal)
     return data
+
+
+def _sass_summary(session: Session, compilation: Compilation, render) -> dict | None:
+    """The kernel's SASS instruction groups (from its sass artifact), or why there is no SASS beside
+    its cubin; None for a compilation without a cubin."""
+    from app.highlight.hwops import GROUPS
+
+    sass = [a for a in compilation.artifacts if a.kind == "sass" and a.blob]
+    if not sass:
+        if not any(a.kind == "cubin" for a in compilation.artifacts):
+            return None
+        return {"ops": None, "note": "No SASS: the cubin was not disassembled when this run was stored (no nvdisasm "
+                "or cuobjdump was found, or it failed on this cubin: the run's warnings say which)."}
+    counts = render.sass_counts(sass[0].blob, lambda: render.blob_reader.text(session, sass[0].blob))
+    return {
+        "ops": [{"key": g.key, "label": g.label, "count": counts[g.key]} for g in GROUPS if counts.get(g.key)],
+        "note": None,
+    }
 
 
 def artifact_sort_key(artifact: Artifact) -> tuple[int, str]:

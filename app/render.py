@@ -49,6 +49,7 @@ from app.blobs import BlobReader
 from app.highlight import lexer_for
 from app.highlight.hwops import GROUPS, classify_line, classify_ptx_line, count_groups, count_ptx, text_target
 from app.highlight.layouts import Layout, explain_encoding, find_layouts, read_encoding
+from parsers import sass
 from parsers.loc import KINDS as LOC_KINDS
 from parsers.loc import LineLocs, SourceLoc, resolve
 
@@ -72,6 +73,7 @@ __all__ = [
     "page_lines",
     "render_ir",
     "render_python",
+    "sass_counts",
     "snapshot_kind",
     "source_index",
 ]
@@ -85,7 +87,7 @@ PAGE_LINES = 200  # a page shows this many lines at first; the rest load as it s
 # Lexers that return to their root state at every newline, so a page of lines lexes on its own
 # (tests/test_highlight.py checks MLIR's; page-by-page renders of every corpus text of these kinds
 # equal whole-text ones). The AMDGCN lexer is not: its texts are lexed whole, then cut into pages.
-_LINE_LOCAL_KINDS = frozenset({"mlir", "llvm", "ptx", "json", "text"})
+_LINE_LOCAL_KINDS = frozenset({"mlir", "llvm", "ptx", "sass", "json", "text"})
 
 # Texts for pages are read through this reader; it keeps only a couple of texts, since the
 # rendered results are what is cached (a snapshot can be megabytes).
@@ -107,7 +109,7 @@ def artifact_kind(kind: str) -> str:
     """The render kind of a cache file, from its ``kind`` column ("ttgir", "ptx", "json"...)."""
     if kind in _MLIR_KINDS:
         return "mlir"
-    if kind in ("llir", "ptx", "amdgcn", "json", "python"):
+    if kind in ("llir", "ptx", "amdgcn", "sass", "json", "python"):
         return kind
     if kind == "grp":
         return "json"
@@ -187,7 +189,7 @@ def highlight_line(line: str, kind: str) -> str:
 
 def warm_up() -> None:
     """Build the lexers and run each once, so that a process's first page does not pay for it."""
-    for kind in ("mlir", "llvm", "ptx", "amdgcn", "python"):
+    for kind in ("mlir", "llvm", "ptx", "amdgcn", "sass", "python"):
         highlight_line("%0 = tt.load %arg0 : tensor<128xf32, #blocked> loc(#loc1)", kind)
 
 
@@ -403,6 +405,18 @@ def ops_counts(digest: str, load_text: TextLoader) -> dict[str, int]:
         return cached
     analysis = _ANALYSES.get((digest, "mlir", None)) or _ANALYSES.get((digest, "llvm", None))
     counts = dict(analysis.ops) if analysis is not None else count_groups(load_text() or "")
+    _OPS.put(key, counts, 64 * len(counts) + 64)
+    return counts
+
+
+def sass_counts(digest: str, load_text: TextLoader) -> dict[str, int]:
+    """Instructions per hardware-op group of a SASS text, cached by hash (for the compilation page)."""
+    key = (digest, "sass-ops")
+    cached = _OPS.get(key)
+    if cached is not None:
+        return cached
+    analysis = _ANALYSES.get((digest, "sass", None))
+    counts = dict(analysis.ops) if analysis is not None else sass.count_groups(load_text() or "")
     _OPS.put(key, counts, 64 * len(counts) + 64)
     return counts
 
@@ -665,7 +679,12 @@ def _analyse(key: tuple, text: str, kind: str, debug_context: str | None = None)
     loc_lines = 0
     empty: tuple[str, ...] = ()
     target = text_target(text) if kind == "mlir" else None  # descriptor ops' group (TMA, TDM)
-    classify = (lambda raw, _target: classify_ptx_line(raw)) if kind == "ptx" else classify_line
+    if kind == "ptx":
+        classify = lambda raw, _target: classify_ptx_line(raw)
+    elif kind == "sass":
+        classify = lambda raw, _target: sass.classify_line(raw)
+    else:
+        classify = classify_line
     for index, raw in enumerate(raw_lines):
         groups = tuple(classify(raw, target)) if raw else empty
         for group in groups:
@@ -683,6 +702,8 @@ def _analyse(key: tuple, text: str, kind: str, debug_context: str | None = None)
         loc_tokens = text.count("loc(") + text.count("loc  (")
     elif kind == "ptx":
         loc_tokens = text.count(".loc") + text.count(".file")
+    elif kind == "sass":
+        loc_tokens = text.count("//## File")
     else:
         loc_tokens = 0
     if kind in ("mlir", "llvm"):
@@ -691,6 +712,8 @@ def _analyse(key: tuple, text: str, kind: str, debug_context: str | None = None)
         ops = count_ptx(text)
     else:
         ops = dict.fromkeys(op_lines, 0)
+    if kind == "sass":  # instructions per group, under the IR's group keys
+        ops.update(sass.count_groups(text))
     size = len(text) + 200 * len(raw_lines)
     return Analysis(
         key=key,

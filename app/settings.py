@@ -78,6 +78,13 @@ class Settings(BaseSettings):
         "Set the same key on every host serving one database.",
     )
 
+    sass_disassembler: str | None = Field(
+        None,
+        description="Path to nvdisasm or cuobjdump, which turn each uploaded cubin into SASS; `off` turns SASS "
+        "off. Default: nvdisasm or cuobjdump on PATH, else the copies an installed Triton or "
+        "nvidia-cuda-nvdisasm package bundles.",
+    )
+
     def limits(self) -> Limits:
         """The input limits of one ingest (parsers.sources), from these settings."""
         from parsers.sources import Limits

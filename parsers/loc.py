@@ -37,6 +37,11 @@ AMDGCN (``amdgcn``)
     flags after the column (``prologue_end``, ``is_stmt 0``). The inlining chain is only
     in the comment (``; standard.py:43:13 @[ kernels.py:75:17 ]``); its base names are
     mapped back to the full ``.file`` paths.
+SASS (``sass``)
+    nvdisasm's ``-g``/``-gi`` line info: ``//## File "/path/k.py", line 12`` sets the location of the
+    instructions after it (``/*0040*/ ...``) until the next such comment or section;
+    ``inlined at "/path/k.py", line 30`` adds caller frames, innermost first. Without line info
+    (cuobjdump, or a cubin built without it) no line is located.
 
 A text holding several dumps (a whole log) is cut at each ``IR Dump`` header line
 (``// -----// IR Dump ...``, ``; *** IR Dump ...``): alias and metadata tables belong to
@@ -101,7 +106,7 @@ class LineLocs:
 
 MLIR_KINDS = frozenset({"mlir", "ttir", "ttgir", "source", "glir"})
 LLVM_KINDS = frozenset({"llir", "llvm"})
-KINDS = MLIR_KINDS | LLVM_KINDS | {"ptx", "amdgcn"}
+KINDS = MLIR_KINDS | LLVM_KINDS | {"ptx", "amdgcn", "sass"}
 
 # (frames, primary, name): the resolved value of one location, shared between lines.
 _Resolved = tuple[tuple[SourceLoc, ...], SourceLoc | None, str | None]
@@ -155,6 +160,8 @@ def resolve(text: str, kind: str) -> list[LineLocs]:
         return _resolve_mlir(lines)
     if kind in LLVM_KINDS:
         return _resolve_llvm(lines)
+    if kind == "sass":
+        return _resolve_sass(lines)
     return _resolve_asm(lines, kind)
 
 
@@ -774,3 +781,43 @@ def _asm_loc(
         # AMDGCN prints the inlining chain only in its comment: "k.py:13:19 @[ caller.py:30:5 ]".
         callers = _comment_frames(comment[comment.find("@[") :], by_basename)
     return _resolved((frame, *callers), None)
+
+
+# nvdisasm -g / -gi line info: `//## File "/p/k.py", line 12` before the instructions it covers,
+# with ` inlined at "/p/k.py", line 30` once per caller (innermost first) under -gi.
+_SASS_LINE_INFO = re.compile(r'\s*//## File "((?:[^"\\]|\\.)*)", line (\d+)((?: inlined at "(?:[^"\\]|\\.)*", line \d+)*)')
+_SASS_INLINED = re.compile(r' inlined at "((?:[^"\\]|\\.)*)", line (\d+)')
+
+
+def _resolve_sass(lines: list[str]) -> list[LineLocs]:
+    """SASS from nvdisasm: a line-info comment sets the location of the instructions (`/*0040*/ ...`)
+    after it, until the next one or the next section (a new function)."""
+    current: _Resolved | None = None
+    cache: dict[str, _Resolved] = {}
+    result: list[LineLocs] = []
+    none = LineLocs([], None, None)
+    for line in lines:
+        stripped = line.lstrip()
+        if stripped.startswith("/*"):
+            result.append(_line_locs(current) if current is not None else none)
+        elif stripped.startswith("//## File"):
+            current = cache.get(stripped)
+            if current is None:
+                current = _sass_loc(stripped)
+                cache[stripped] = current
+            result.append(_line_locs(current))
+        else:
+            if stripped.startswith((".section", "//----")):
+                current = None
+            result.append(none)
+    return result
+
+
+def _sass_loc(stripped: str) -> _Resolved:
+    match = _SASS_LINE_INFO.match(stripped)
+    if match is None:
+        return _UNKNOWN
+    frames = [SourceLoc(_unescape(match.group(1)), int(match.group(2)), None)]
+    for caller in _SASS_INLINED.finditer(match.group(3)):
+        frames.append(SourceLoc(_unescape(caller.group(1)), int(caller.group(2)), None))
+    return _resolved(tuple(frames), None)

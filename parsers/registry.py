@@ -72,7 +72,8 @@ FORMATS: list[InputFormat] = [
         lambda path, head: cache.stage_of(path) is not None,
     ),
     InputFormat(
-        "cache-binary", "Kernel binary (.cubin .hsaco), recorded by size and hash", lambda path, head: cache.is_binary(path)
+        "cache-binary", "Kernel binary (.cubin .hsaco), recorded by size and hash; a cubin is also disassembled to SASS "
+        "when nvdisasm or cuobjdump is at hand", lambda path, head: cache.is_binary(path),
     ),
     InputFormat(
         "cache-metadata",

@@ -3,6 +3,7 @@
 * :func:`lexer_for` gives the (shared, cached) Pygments lexer for a kind of file or snapshot.
 * :mod:`app.highlight.mlir_lexer`: TTIR, TTGIR, Gluon IR and the LLVM dialect.
 * :mod:`app.highlight.ptx_lexer`: PTX, with predicates, ``::`` qualifiers and opcode suffixes.
+* :mod:`app.highlight.sass_lexer`: SASS from nvdisasm or cuobjdump.
 * :mod:`app.highlight.asm_lexers`: Pygments' LLVM IR and GAS lexers patched for Triton's output.
 * :mod:`app.highlight.layouts`: layout encodings (``#blocked``, ``#mma``...) explained in words.
 * :mod:`app.highlight.hwops`: which lines use TMA, TDM, MMA, barriers, async copies...
@@ -24,6 +25,7 @@ from app.highlight._fastlex import FastRegexLexer
 from app.highlight.asm_lexers import AmdgcnLexer, TritonLlvmLexer
 from app.highlight.mlir_lexer import MLIRLexer
 from app.highlight.ptx_lexer import PTXLexer
+from app.highlight.sass_lexer import SassLexer
 
 __all__ = ["KINDS", "PythonSourceLexer", "lexer_for"]
 
@@ -45,6 +47,7 @@ _LEXERS: dict[str, type[Lexer]] = {
     "llvm-ir": TritonLlvmLexer,
     "ptx": PTXLexer,
     "amdgcn": AmdgcnLexer,
+    "sass": SassLexer,
     "json": JsonLexer,
     "python": PythonSourceLexer,
     "py": PythonSourceLexer,

@@ -202,7 +202,8 @@ async def _read_form(request: Request, settings) -> FormData | tuple[str, int]:
 
 def _ingest(app, files, title: str, owner: str | None = None, tags=(), listed: bool = False) -> dict:
     with app.state.db.session() as session:
-        run = Ingest(session, title=title, owner=owner, tags=tags, limits=app.state.limits).ingest(files)
+        run = Ingest(session, title=title, owner=owner, tags=tags, limits=app.state.limits,
+                     disassembler=app.state.disassembler).ingest(files)
         run.listed = listed
         session.commit()
         return run_summary(session, run, app.state.urls)
