@@ -136,14 +136,15 @@ class OpIndex:
             terms = blob_terms(body)
             self.terms[digest] = self._sets.setdefault(terms, terms)
 
-    def write(self, session: Session, run: Run, compilations: Iterable[tuple[int, Sequence]]) -> None:
-        """`compilations`: (compilation pk, snapshot records with .index and .blob)."""
+    def write(self, session: Session, run: Run, compilations: Iterable[tuple[int, Sequence, str | None]]) -> None:
+        """`compilations`: (compilation pk, snapshot records with .index and .blob, its target)."""
         ids = TermIds(session)
         ids.resolve(set().union(*self._sets) if self._sets else ())
         empty: frozenset[str] = frozenset()
         rows: list[tuple] = []
-        for pk, snapshots in compilations:
-            found = first_last((s.index, self.terms.get(s.blob, empty)) for s in snapshots)
+        for pk, snapshots, target in compilations:
+            found = retarget_terms(first_last((s.index, self.terms.get(s.blob, empty)) for s in snapshots), target)
+            ids.resolve(found)
             rows.extend((pk, ids.ids[term], first, last) for term, (first, last) in found.items())
             if len(rows) >= _BATCH:
                 insert_rows(session, CompilationTerm.__table__, _COLUMNS, rows)
@@ -153,6 +154,19 @@ class OpIndex:
 
 
 _COLUMNS = ("compilation_pk", "term_id", "first_index", "last_index")
+
+
+def retarget_terms(found: dict[str, tuple[int, int]], target: str | None) -> dict[str, tuple[int, int]]:
+    """Descriptor ops of snapshots that name no target (TTIR) count for the compilation's engine
+    (TMA, TDM), as on the compilation page (hwops.retarget)."""
+    span = found.get("group:descriptor")
+    group = descriptor_group(target)
+    if span is None or group == "descriptor":
+        return found
+    moved = {term: value for term, value in found.items() if term != "group:descriptor"}
+    other = moved.get("group:" + group)
+    moved["group:" + group] = (min(span[0], other[0]), max(span[1], other[1])) if other else span
+    return moved
 
 
 def query_names(field: str, value: str) -> list[str]:
@@ -185,7 +199,8 @@ def index_run(session: Session, run_id: str, reader: BlobReader | None = None) -
     """(Re)build one run's index from its stored snapshots; returns its rows' count."""
     reader = reader or BlobReader()
     run = session.get(Run, run_id)
-    pks = list(session.scalars(select(Compilation.pk).where(Compilation.run_id == run_id)))
+    targets = dict(session.execute(select(Compilation.pk, Compilation.target).where(Compilation.run_id == run_id)).all())
+    pks = list(targets)
     if pks:
         session.execute(CompilationTerm.__table__.delete().where(CompilationTerm.compilation_pk.in_(pks)))
     index = OpIndex()
@@ -197,7 +212,7 @@ def index_run(session: Session, run_id: str, reader: BlobReader | None = None) -
         for snapshot in snapshots:
             if snapshot.blob not in index.terms:
                 index.add_blob(snapshot.blob, reader.get(session, snapshot.blob) or b"")
-        compilations.append((pk, snapshots))
+        compilations.append((pk, snapshots, targets[pk]))
     index.write(session, run, compilations)
     return session.scalar(
         select(func.count()).select_from(CompilationTerm).where(CompilationTerm.compilation_pk.in_(pks))

@@ -146,7 +146,10 @@ class RunWriter:
             "packs": {"strong": state.blobs.packs_strong, "fast": state.blobs.packs_fast},
             "files": len(state.inputs),
         }
-        state.op_index.write(state.session, run, ((rows[id(record)].pk, record.snapshots) for record, _ in ordered))
+        state.op_index.write(
+            state.session, run,
+            ((rows[id(record)].pk, record.snapshots, rows[id(record)].target) for record, _ in ordered),
+        )
         state.session.flush()
 
 

@@ -27,7 +27,7 @@ _NAME = re.compile(r"[a-z_][\w$]*(?:\.[\w$]+)+")
 _LAYOUT = re.compile(r"#(?:ttg|triton_gpu|ttng|triton_nvidia_gpu|amdg|amdgpu|triton_amdgpu)\.(\w+)<")
 
 
-def brute_terms(text: str) -> set[str]:
+def brute_terms(text: str, target: str | None = None) -> set[str]:
     """A snapshot's terms, found line by line without the index's regexes: the op at each line's op
     position, count_groups for the groups (hwops defines them), layout attributes anywhere."""
     terms = set()
@@ -41,7 +41,7 @@ def brute_terms(text: str) -> set[str]:
         match = _NAME.match(rest.removeprefix('"'))
         if match:
             terms.add("op:" + match.group(0))
-    terms.update(f"group:{key}" for key, count in count_groups(text).items() if count)
+    terms.update(f"group:{key}" for key, count in count_groups(text, target).items() if count)
     terms.update("layout:" + kind for kind in _LAYOUT.findall(text))
     return terms
 
@@ -53,15 +53,16 @@ def expected(session_db: Database, corpus_runs) -> dict[str, dict[tuple[str, int
     found: dict[str, dict[tuple[str, int], tuple[int, int]]] = {}
     with session_db.session() as session:
         rows = session.execute(
-            select(Compilation.run_id, Compilation.ordinal, Snapshot.index, Snapshot.blob)
+            select(Compilation.run_id, Compilation.ordinal, Snapshot.index, Snapshot.blob, Compilation.target)
             .join(Snapshot, Snapshot.compilation_pk == Compilation.pk)
             .order_by(Compilation.run_id, Compilation.ordinal, Snapshot.index)
         )
-        texts: dict[str, set[str]] = {}
-        for run_id, ordinal, index, blob in rows:
-            if blob not in texts:
-                texts[blob] = brute_terms(reader.text(session, blob) or "")
-            for term in texts[blob]:
+        texts: dict[tuple[str, str | None], set[str]] = {}
+        for run_id, ordinal, index, blob, target in rows:
+            # descriptor ops of a snapshot naming no target count for its compilation's engine
+            if (blob, target) not in texts:
+                texts[(blob, target)] = brute_terms(reader.text(session, blob) or "", target)
+            for term in texts[(blob, target)]:
                 places = found.setdefault(term, {})
                 first = places.get((run_id, ordinal))
                 places[(run_id, ordinal)] = (first[0] if first else index, index)
