@@ -20,6 +20,7 @@ import zstandard
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
+from app import line_index
 from app.blobs import BlobWriter, insert_rows, sha256
 from app.linking import CacheFolder, attach_timings, link_caches, resolve_diagnostics
 from app.models import (
@@ -193,6 +194,7 @@ class Ingest:
             self.inputs.append({"path": skipped.path, "size": None, "role": "skipped", "note": skipped.reason})
         self._check_something_ingested()
         self._write()
+        line_index.index_run(self.session, self.run.id)  # the map page's indexes, before its first visit
         return self.run
 
     def _check_something_ingested(self) -> None:

@@ -653,6 +653,21 @@ def llvm_node_counts(text: str) -> dict[tuple[str, str], int]:
     return counts
 
 
+def llvm_node_refs(text: str) -> list[tuple[int, str, str]]:
+    """Every (1-based line, ``!dbg`` node, location comment) reference of an LLVM IR text, in order."""
+    found: list[tuple[int, str, str]] = []
+    for word, pattern in _DBG_NODE.items():
+        if word in text:
+            found += [(match.start(), match.group(1), match.group(2) or "") for match in pattern.finditer(text)]
+    found.sort()
+    refs, line, position = [], 1, 0
+    for start, node, comment in found:
+        line += text.count("\n", position, start)
+        position = start
+        refs.append((line, node, comment))
+    return refs
+
+
 def llvm_node_lines(text: str, nodes: set[str]) -> list[int]:
     """The 1-based lines that reference one of ``nodes``, in order."""
     if not nodes:

@@ -8,11 +8,11 @@ new-PM module and function-scope LLVM dumps, legacy and MIR dumps) and the add_k
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import delete, func, select
 
 from app import render, source_map
 from app.db import Database
-from app.models import Compilation
+from app.models import Compilation, LineIndex
 from app.views.snapshots import _snapshot_analysis, _text_loader
 from tests.conftest import FIXTURES, corpus_archive, fresh_db_url, ingest_paths
 from tests.test_snapshot_pages import get_json, make_site
@@ -22,8 +22,10 @@ def _expected(session, compilation, snapshot) -> dict[tuple[str, int], list[int]
     return _snapshot_analysis(session, compilation, snapshot, _text_loader(session, snapshot.blob)).by_source
 
 
+@pytest.mark.parametrize("stored", [True, False], ids=["stored-at-ingest", "computed-on-first-visit"])
 @pytest.mark.parametrize("capture", ["sm90_llvm", "fixture"])
-def test_pass_indexes_equal_the_snapshot_pages_locations(tmp_path, capture):
+def test_pass_indexes_equal_the_snapshot_pages_locations(tmp_path, capture, stored):
+    """Indexes stored at ingest, and those the page computes for a run ingested before them."""
     path = FIXTURES / "sm90_add_kernel_dump.log.gz" if capture == "fixture" else corpus_archive(capture)
     database = Database(fresh_db_url(tmp_path))
     try:
@@ -31,6 +33,10 @@ def test_pass_indexes_equal_the_snapshot_pages_locations(tmp_path, capture):
         render.clear_caches()
         source_map.clear()
         with database.session() as session:
+            assert session.scalar(select(func.count()).select_from(LineIndex))
+            if not stored:
+                session.execute(delete(LineIndex))
+                session.commit()
             compilations = list(session.scalars(select(Compilation)))
             assert compilations
             checked = located = 0

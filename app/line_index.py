@@ -1,0 +1,185 @@
+"""Stored Python-line indexes of blobs, so the map page need not read a compilation's IR texts.
+
+Each (blob, reading context) gets one row: the located IR lines per Python file, and, packed
+(zlib of JSON, line numbers delta-coded), the IR lines of each Python line. Rows are shared by
+every run holding the blob. :func:`index_run` fills them right after ingest; the map page fills
+what is missing (runs ingested before) on its first visit through :func:`indexes_for`.
+
+How a snapshot's text is read follows its snapshot page: MLIR and assembly by their own
+locations (:func:`app.render.source_index`); an LLVM dump by ``!dbg`` node, each node resolved
+once in the metadata table (its own, or for a function-scope dump the compilation's latest
+earlier LLVM dump that has one).
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app import render
+from app.models import Compilation, LineIndex, Snapshot
+from parsers.loc import LlvmLocations, llvm_by_node_applies, llvm_node_refs
+
+FACTS = "facts"
+_HAS_METADATA, _NEEDS_METADATA, _BY_NODE = 1, 2, 4
+_NO_TABLE = LlvmLocations("")
+_TABLES = render._SizedLRU(max_bytes=64 << 20, max_items=64)  # metadata digest -> LlvmLocations
+
+
+@dataclass
+class Entry:
+    """One snapshot's stored index: located IR lines per file, and the packed per-line table."""
+
+    files: dict[str, int]
+    packed: bytes | None
+
+    def lines(self) -> dict[tuple[str, int], list[int]]:
+        if not self.packed:
+            return {}
+        found: dict[tuple[str, int], list[int]] = {}
+        for file, line, deltas in json.loads(zlib.decompress(self.packed)):
+            numbers, total = [], 0
+            for delta in deltas:
+                total += delta
+                numbers.append(total)
+            found[(file, line)] = numbers
+        return found
+
+
+def _pack(by_source: dict[tuple[str, int], list[int]]) -> bytes | None:
+    if not by_source:
+        return None
+    rows = []
+    for (file, line), numbers in sorted(by_source.items()):
+        previous, deltas = 0, []
+        for number in numbers:
+            deltas.append(number - previous)
+            previous = number
+        rows.append([file, line, deltas])
+    return zlib.compress(json.dumps(rows, separators=(",", ":")).encode(), 6)
+
+
+def _contexts(snapshots: Sequence[Snapshot], facts: dict[str, int]) -> list[str | None]:
+    """The reading context of each snapshot (None: an LLVM text whose facts are not known yet)."""
+    contexts: list[str | None] = []
+    metadata: str | None = None
+    for snapshot in snapshots:
+        kind = render.snapshot_kind(snapshot.kind)
+        if kind != "llvm":
+            contexts.append(kind)
+            continue
+        flags = facts.get(snapshot.blob)
+        if flags is None:
+            contexts.append(None)
+            continue
+        if flags & _BY_NODE:
+            table = snapshot.blob if flags & _HAS_METADATA else metadata if flags & _NEEDS_METADATA else None
+            contexts.append(f"llvm@{table or ''}")
+        else:
+            contexts.append("llvm")
+        if flags & _HAS_METADATA and snapshot.kind == "llvm":
+            metadata = snapshot.blob
+    return contexts
+
+
+def indexes_for(session: Session, snapshots: Sequence[Snapshot], *, store: bool = True) -> list[Entry]:
+    """The stored index of each snapshot (compilation order), computing and storing what lacks."""
+    blobs = sorted({snapshot.blob for snapshot in snapshots})
+    rows: dict[tuple[str, str], LineIndex] = {}
+    for start in range(0, len(blobs), 500):
+        query = select(LineIndex).where(LineIndex.blob.in_(blobs[start : start + 500]))
+        rows.update({(row.blob, row.context): row for row in session.scalars(query)})
+    added: list[LineIndex] = []
+    facts = {blob: row.flags for (blob, context), row in rows.items() if context == FACTS}
+    for snapshot in snapshots:  # facts first: a dump's context depends on the dumps before it
+        if render.snapshot_kind(snapshot.kind) == "llvm" and snapshot.blob not in facts:
+            facts[snapshot.blob] = _facts(_text(session, snapshot.blob))
+            row = LineIndex(blob=snapshot.blob, context=FACTS, flags=facts[snapshot.blob], files="")
+            rows[(snapshot.blob, FACTS)] = row
+            added.append(row)
+    entries: list[Entry] = []
+    for snapshot, context in zip(snapshots, _contexts(snapshots, facts), strict=True):
+        assert context is not None
+        row = rows.get((snapshot.blob, context))
+        if row is None:
+            row = _compute(session, snapshot.blob, context)
+            rows[(snapshot.blob, context)] = row
+            added.append(row)
+        entries.append(Entry(json.loads(row.files) if row.files else {}, row.lines))
+    if added and store:
+        session.add_all(added)
+        session.flush()
+    return entries
+
+
+def index_run(session: Session, run_id: str) -> None:
+    """Compute and store the indexes a run's map pages need (those of blobs seen before are kept)."""
+    compilations = session.scalars(select(Compilation).where(Compilation.run_id == run_id)).all()
+    for compilation in compilations:
+        indexes_for(session, list(compilation.snapshots))
+
+
+def _text(session: Session, digest: str) -> str:
+    return render.blob_reader.text(session, digest) or ""
+
+
+def _facts(text: str) -> int:
+    has_metadata = render.has_debug_info(text)
+    flags = _HAS_METADATA if has_metadata else 0
+    if not has_metadata and render.needs_debug_info(text):
+        flags |= _NEEDS_METADATA
+    if llvm_by_node_applies(text):
+        flags |= _BY_NODE
+    return flags
+
+
+def _compute(session: Session, digest: str, context: str) -> LineIndex:
+    text = _text(session, digest)
+    if context.startswith("llvm@"):
+        metadata = context[len("llvm@") :]
+        files, by_source = _by_node(text, _table(session, metadata, text if metadata == digest else None))
+    else:
+        found = render.source_index(digest, context, lambda: text)
+        files, by_source = dict(found.files), dict(found.by_source)
+    ordered = dict(sorted(files.items(), key=lambda item: -item[1]))
+    return LineIndex(blob=digest, context=context, flags=0, files=json.dumps(ordered), lines=_pack(by_source))
+
+
+def _table(session: Session, digest: str, text: str | None) -> LlvmLocations:
+    if not digest:
+        return _NO_TABLE  # no metadata anywhere: LLVM's location comments, if any
+    table = _TABLES.get((digest,))
+    if table is None:
+        table = LlvmLocations(text if text is not None else _text(session, digest))
+        _TABLES.put((digest,), table, table.size)
+    return table
+
+
+def _by_node(text: str, table: LlvmLocations) -> tuple[dict[str, int], dict[tuple[str, int], list[int]]]:
+    """Located references per file, and (file, line) -> IR lines, of an LLVM dump counted by
+    node: a Python line's IR lines are those that reference a node whose primary location (with
+    any of its location comments) is that line."""
+    node_lines: dict[str, list[int]] = {}
+    keys: dict[tuple[str, int], set[str]] = {}
+    files: dict[str, int] = {}
+    for line, node, comment in llvm_node_refs(text):
+        numbers = node_lines.setdefault(node, [])
+        if not numbers or numbers[-1] != line:
+            numbers.append(line)
+        primary = table.primary(node, comment)
+        if primary is not None:
+            files[primary.file] = files.get(primary.file, 0) + 1
+            keys.setdefault((primary.file, primary.line), set()).add(node)
+    by_source = {key: sorted({n for node in nodes for n in node_lines[node]}) for key, nodes in keys.items()}
+    return files, by_source
+
+
+def clear() -> None:
+    with _TABLES.lock:
+        _TABLES.items.clear()
+        _TABLES.bytes = 0
