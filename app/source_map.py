@@ -17,7 +17,6 @@ from app import line_index, render
 from app.models import Snapshot
 
 
-
 @dataclass
 class PassIndex:
     """One snapshot's index: located IR lines per primary file, and the IR lines of one Python line."""
