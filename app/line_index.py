@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from itertools import accumulate
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -31,24 +31,22 @@ _NO_TABLE = LlvmLocations("")
 _TABLES = render._SizedLRU(max_bytes=64 << 20, max_items=64)  # metadata digest -> LlvmLocations
 
 
-@dataclass
 class Entry:
-    """One snapshot's stored index: located IR lines per file, and the packed per-line table."""
+    """One stored index: located IR lines per file, and the packed per-line table, unpacked on
+    the first question (one Entry per row: snapshots of the same text share it)."""
 
-    files: dict[str, int]
-    packed: bytes | None
+    def __init__(self, files: dict[str, int], packed: bytes | None) -> None:
+        self.files = files
+        self.packed = packed
+        self._deltas: dict[tuple[str, int], list[int]] | None = None
 
-    def lines(self) -> dict[tuple[str, int], list[int]]:
-        if not self.packed:
-            return {}
-        found: dict[tuple[str, int], list[int]] = {}
-        for file, line, deltas in json.loads(zlib.decompress(self.packed)):
-            numbers, total = [], 0
-            for delta in deltas:
-                total += delta
-                numbers.append(total)
-            found[(file, line)] = numbers
-        return found
+    def lines(self, file: str, line: int) -> list[int]:
+        """The 1-based IR lines of Python ``file:line``."""
+        if self._deltas is None:
+            rows = json.loads(zlib.decompress(self.packed)) if self.packed else []
+            self._deltas = {(row[0], row[1]): row[2] for row in rows}
+        deltas = self._deltas.get((file, line))
+        return list(accumulate(deltas)) if deltas else []
 
 
 def _pack(by_source: dict[tuple[str, int], list[int]]) -> bytes | None:
@@ -103,6 +101,7 @@ def indexes_for(session: Session, snapshots: Sequence[Snapshot], *, store: bool 
             rows[(snapshot.blob, FACTS)] = row
             added.append(row)
     entries: list[Entry] = []
+    shared: dict[int, Entry] = {}
     for snapshot, context in zip(snapshots, _contexts(snapshots, facts), strict=True):
         assert context is not None
         row = rows.get((snapshot.blob, context))
@@ -110,7 +109,10 @@ def indexes_for(session: Session, snapshots: Sequence[Snapshot], *, store: bool 
             row = _compute(session, snapshot.blob, context)
             rows[(snapshot.blob, context)] = row
             added.append(row)
-        entries.append(Entry(json.loads(row.files) if row.files else {}, row.lines))
+        entry = shared.get(id(row))
+        if entry is None:
+            entry = shared[id(row)] = Entry(json.loads(row.files) if row.files else {}, row.lines)
+        entries.append(entry)
     if added and store:
         session.add_all(added)
         session.flush()

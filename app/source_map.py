@@ -33,18 +33,10 @@ def pass_indexes(session: Session, snapshots: Iterable[Snapshot]) -> list[PassIn
     entries = line_index.indexes_for(session, snapshots)
     if session.new:
         session.commit()  # kept for the next visit; a failure here fails the page, as any write
-    return [PassIndex(entry.files, _lines(entry), _loader(session, snapshot.blob)) for snapshot, entry in zip(snapshots, entries, strict=True)]
-
-
-def _lines(entry: line_index.Entry) -> Callable[[str, int], list[int]]:
-    table: list[dict[tuple[str, int], list[int]]] = []
-
-    def lines(file: str, line: int) -> list[int]:
-        if not table:
-            table.append(entry.lines())  # unpacked only when a Python line is asked for
-        return list(table[0].get((file, line), []))
-
-    return lines
+    return [
+        PassIndex(entry.files, entry.lines, _loader(session, snapshot.blob))
+        for snapshot, entry in zip(snapshots, entries, strict=True)
+    ]
 
 
 def _loader(session: Session, digest: str) -> render.TextLoader:
