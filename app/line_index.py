@@ -1,8 +1,8 @@
 """Stored Python-line indexes of blobs, so the map page need not read a compilation's IR texts.
 
 Each (blob, reading context) gets one row: the located IR lines per Python file, and, packed
-(zlib of JSON, line numbers delta-coded), the IR lines of each Python line. Rows are shared by
-every run holding the blob. :func:`index_run` fills them right after ingest; the map page fills
+(see :func:`_pack`), the IR lines of each Python line. Rows are shared by every run holding the
+blob. :func:`index_run` fills them right after ingest; the map page fills
 what is missing (runs ingested before) on its first visit through :func:`indexes_for`.
 
 How a snapshot's text is read follows its snapshot page: MLIR and assembly by their own
@@ -14,7 +14,9 @@ earlier LLVM dump that has one).
 from __future__ import annotations
 
 import json
+import sys
 import zlib
+from array import array
 from collections.abc import Sequence
 from itertools import accumulate
 
@@ -43,23 +45,48 @@ class Entry:
     def lines(self, file: str, line: int) -> list[int]:
         """The 1-based IR lines of Python ``file:line``."""
         if self._deltas is None:
-            rows = json.loads(zlib.decompress(self.packed)) if self.packed else []
-            self._deltas = {(row[0], row[1]): row[2] for row in rows}
-        deltas = self._deltas.get((file, line))
-        return list(accumulate(deltas)) if deltas else []
+            self._deltas = _unpack(self.packed)
+        found = self._deltas.get((file, line))
+        if found is None:
+            return []
+        start, count, numbers = found
+        return list(accumulate(numbers[start : start + count]))
+
+
+def _unpack(packed: bytes | None) -> dict[tuple[str, int], tuple[int, int, array]]:
+    """(file, line) -> (start, count, deltas): only the small header is parsed here."""
+    if not packed:
+        return {}
+    raw = zlib.decompress(packed)
+    header_size = int.from_bytes(raw[:4], "little")
+    numbers = array("I")
+    numbers.frombytes(raw[4 + header_size :])
+    if sys.byteorder != "little":
+        numbers.byteswap()
+    found: dict[tuple[str, int], tuple[int, int, array]] = {}
+    start = 0
+    for file, line, count in json.loads(raw[4 : 4 + header_size]):
+        found[(file, line)] = (start, count, numbers)
+        start += count
+    return found
 
 
 def _pack(by_source: dict[tuple[str, int], list[int]]) -> bytes | None:
+    """zlib of: header size (4 bytes), JSON header [[file, line, count], ...], then every key's IR
+    lines as uint32 deltas in header order (little-endian), so one line is found without the rest."""
     if not by_source:
         return None
-    rows = []
-    for (file, line), numbers in sorted(by_source.items()):
-        previous, deltas = 0, []
-        for number in numbers:
-            deltas.append(number - previous)
+    header, numbers = [], array("I")
+    for (file, line), lines in sorted(by_source.items()):
+        header.append([file, line, len(lines)])
+        previous = 0
+        for number in lines:
+            numbers.append(number - previous)
             previous = number
-        rows.append([file, line, deltas])
-    return zlib.compress(json.dumps(rows, separators=(",", ":")).encode(), 6)
+    if sys.byteorder != "little":
+        numbers.byteswap()
+    encoded = json.dumps(header, separators=(",", ":")).encode()
+    return zlib.compress(len(encoded).to_bytes(4, "little") + encoded + numbers.tobytes(), 6)
 
 
 def _contexts(snapshots: Sequence[Snapshot], facts: dict[str, int]) -> list[str | None]:
