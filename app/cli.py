@@ -247,6 +247,36 @@ def cmd_gc(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_index(args: argparse.Namespace) -> int:
+    from app.models import Run
+    from app.op_index import backfill, index_run
+
+    if not args.backfill and not args.runs:
+        print("irlens: say --backfill (every run not indexed yet) or name runs to re-index", file=sys.stderr)
+        return 2
+    db = _database(args)
+    started = time.monotonic()
+
+    def progress(done: int, total: int, run_id: str) -> None:
+        if not args.quiet:
+            print(f"indexed {done}/{total} runs ({run_id}, {time.monotonic() - started:.1f} s)", file=sys.stderr)
+
+    try:
+        for number, run_id in enumerate(args.runs, start=1):
+            with db.session() as session:
+                if session.get(Run, run_id) is None:
+                    print(f"irlens: no run {run_id}", file=sys.stderr)
+                    return 1
+                index_run(session, run_id)
+                session.commit()
+            progress(number, len(args.runs), run_id)
+        count = backfill(db.session, progress) if args.backfill else 0
+    finally:
+        db.dispose()
+    print(f"op index: {len(args.runs) + count} runs indexed")
+    return 0
+
+
 def cmd_delete(args: argparse.Namespace) -> int:
     from app.retention import delete_run
 
@@ -491,6 +521,13 @@ def build_parser() -> argparse.ArgumentParser:
     gc.add_argument("--days", type=float, help="delete runs older than this (default: the retention_days setting)")
     gc.add_argument("--dry-run", action="store_true", help="list the runs that would go; change nothing")
     gc.set_defaults(handler=cmd_gc)
+
+    index = commands.add_parser("index", help="the op index (op:, group:, layout: search) of runs ingested before it")
+    index.add_argument("runs", nargs="*", metavar="RUN", help="runs to index again")
+    index.add_argument("--backfill", action="store_true", help="index every run that is not indexed yet")
+    index.add_argument("--db", help="database URL")
+    index.add_argument("--quiet", action="store_true", help="no progress lines")
+    index.set_defaults(handler=cmd_index)
 
     delete = commands.add_parser("delete", help="delete runs by id, and the blobs only they used")
     delete.add_argument("runs", nargs="+", metavar="RUN")

@@ -35,6 +35,7 @@ from app.models import (
     Source,
     Timing,
 )
+from app.op_index import OpIndex
 from app.traces import TraceCollector
 from parsers import cache, registry
 from parsers.compilations import CompilationGrouper, CompilationRecord
@@ -172,6 +173,7 @@ class Ingest:
         self.problems: list[dict] = []
         self.bytes_read = 0
         self.traces = TraceCollector(self.blobs, self._problem)
+        self.op_index = OpIndex()
 
     # -- entry point -----------------------------------------------------------
     def ingest(self, inputs: Iterable) -> Run:
@@ -371,6 +373,7 @@ class Ingest:
             if dump.header.failed:
                 result.grouper.mark_current_failed(dump.header)
             return
+        self.op_index.add_blob(digest, dump.body)
         result.grouper.add(dump, digest, result.trace.take(dump.header))
 
     def _reproducer_dump(self, dump: Dump, reproducer: Reproducer, path: str) -> Dump:
@@ -535,6 +538,7 @@ class Ingest:
             "packs": {"strong": self.blobs.packs_strong, "fast": self.blobs.packs_fast},
             "files": len(self.inputs),
         }
+        self.op_index.write(self.session, run, ((rows[id(record)].pk, record.snapshots) for record, _ in ordered))
         self.session.flush()
 
 

@@ -21,7 +21,7 @@ from app.security import SecurityMiddleware, server_error
 from app.settings import Settings
 from app.urls import Urls
 from app.views import auth as auth_views
-from app.views import diffs, manage, meta, runs, snapshots
+from app.views import compare, diffs, history, layout, manage, meta, runs, snapshots
 from app.web import STATIC_DIR, http_error
 from parsers.sources import Limits
 
@@ -74,6 +74,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(SecurityMiddleware)
     app.state.limits = settings.limits()
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
-    for router in (meta.router, runs.router, snapshots.router, diffs.router, auth_views.router, manage.router):
+    for router in (
+        meta.router, runs.router, snapshots.router, history.router, diffs.router, compare.router,
+        layout.router, auth_views.router, manage.router,
+    ):
         app.include_router(router)
     return app

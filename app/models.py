@@ -238,3 +238,25 @@ class ApiToken(Base):
     name: Mapped[str] = mapped_column(String(200), unique=True)
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class OpTerm(Base):
+    """A name the op index knows: `op:tt.load`, `group:tma`, `layout:blocked` (see app/op_index.py)."""
+
+    __tablename__ = "op_terms"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(500), unique=True)
+
+
+class CompilationTerm(Base):
+    """The first and last snapshot index of a compilation holding a term. Keyed by term first, so
+    a search reads one contiguous range (SQLite: WITHOUT ROWID, the key is the table)."""
+
+    __tablename__ = "compilation_terms"
+    term_id: Mapped[int] = mapped_column(ForeignKey("op_terms.id"), primary_key=True)
+    compilation_pk: Mapped[int] = mapped_column(
+        ForeignKey("compilations.pk", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    first_index: Mapped[int] = mapped_column(Integer)
+    last_index: Mapped[int] = mapped_column(Integer)
+    __table_args__ = ({"sqlite_with_rowid": False},)

@@ -181,6 +181,7 @@ def snapshot_dict(run_id: str, ordinal: int, snapshot: Snapshot, urls: Urls) -> 
 def compilation_detail(session: Session, compilation: Compilation, urls: Urls) -> dict:
     from app import render  # the render caches live there; imported late to keep this module light
     from app.highlight.hwops import retarget
+    from app.layouts.cvt_costs import counts_by_kind
 
     run_id, ordinal = compilation.run_id, compilation.ordinal
     data = compilation_summary(compilation, urls)
@@ -198,6 +199,9 @@ def compilation_detail(session: Session, compilation: Compilation, urls: Urls) -
     for row, snapshot in zip(data["snapshots"], snapshots, strict=True):
         # a TTIR snapshot names no target: its descriptor ops count for the compilation's
         row["ops"] = retarget(ops_by_blob[snapshot.blob], compilation.target)
+        # what this pass's ttg.convert_layout ops cost when lowered: {"shared": 3, "shuffles": 1, ...}
+        row["conversions"] = counts_by_kind(
+            snapshot.blob, lambda digest=snapshot.blob: render.blob_reader.text(session, digest))
         row["ms"] = pass_ms.get(snapshot.index)
     data["stages"] = _stage_groups(data["snapshots"])
     data["snapshot_counts"] = compilation_summary(compilation, urls)["snapshots"]

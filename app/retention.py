@@ -22,6 +22,7 @@ from app.models import (
     Artifact,
     Blob,
     Compilation,
+    CompilationTerm,
     Diagnostic,
     InputRecord,
     Launch,
@@ -78,7 +79,7 @@ def run_blobs(session: Session, run_id: str) -> set[str]:
 def _delete_rows(session: Session, run_id: str) -> None:
     """A run's rows, children first (so it works with or without ON DELETE CASCADE)."""
     compilations = select(Compilation.pk).where(Compilation.run_id == run_id).scalar_subquery()
-    for model in (Snapshot, Artifact, Timing, Launch):
+    for model in (Snapshot, Artifact, Timing, Launch, CompilationTerm):
         session.execute(delete(model).where(model.compilation_pk.in_(compilations)))
     for model in (Diagnostic, Compilation, Source, InputRecord, Problem):
         session.execute(delete(model).where(model.run_id == run_id))

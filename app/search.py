@@ -92,6 +92,14 @@ def _word(value: str) -> ColumnElement[bool]:
     )
 
 
+def run_conditions(query: Query, visible: ColumnElement[bool] | None = None) -> list[ColumnElement[bool]]:
+    """The conditions on Run that a query's words and fields make (app/op_search.py uses them too)."""
+    conditions = [_word(word) for word in query.words] + [_term(name, value) for name, value in query.terms]
+    if visible is not None:
+        conditions.append(visible)
+    return conditions
+
+
 def search_runs(
     session: Session,
     text: str,
@@ -101,9 +109,7 @@ def search_runs(
 ) -> list[dict]:
     """Runs matching the query, newest first, each with the kernels that matched (or its first few)."""
     query = parse_query(text)
-    conditions = [_word(word) for word in query.words] + [_term(name, value) for name, value in query.terms]
-    if visible is not None:
-        conditions.append(visible)
+    conditions = run_conditions(query, visible)
     statement = select(Run).order_by(Run.created_at.desc(), Run.id).limit(limit)
     if conditions:
         statement = statement.where(and_(*conditions))

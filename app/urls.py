@@ -33,6 +33,17 @@ def parse_snapshot_id(value: str) -> tuple[str, int, int] | None:
     return parts[0], ordinal, index
 
 
+def compilation_id(run_id: str, ordinal: int) -> str:
+    """Public compilation id, the prefix of its snapshots' ids: `{run}-{ordinal}`."""
+    return f"{run_id}-{ordinal}"
+
+
+def parse_compilation_id(value: str) -> tuple[str, int] | None:
+    parts = value.split("-")
+    ordinal = parse_int(parts[1]) if len(parts) == 2 and parts[0] else None
+    return None if ordinal is None else (parts[0], ordinal)
+
+
 class Urls:
     def __init__(self, base_url: str = "") -> None:
         base = base_url.strip().rstrip("/")
@@ -87,11 +98,40 @@ class Urls:
             url += f"?file={quote(file, safe='/')}" + (f"&line={line}" if line is not None else "")
         return url
 
+    def op_history(self, run_id: str, ordinal: int, index: int | None = None, line: int | None = None,
+                   value: str | None = None, file: str | None = None, py_line: int | None = None) -> str:
+        """One op followed through every pass: from snapshot `index`'s IR `line` or SSA `value`, or
+        from a Python `file` and `py_line`."""
+        params = [(key, str(val)) for key, val in (("s", index), ("line", line), ("value", value),
+                                                    ("file", file), ("py", py_line)) if val is not None]
+        query = "&".join(f"{key}={quote(val, safe='/')}" for key, val in params)
+        return self.compilation(run_id, ordinal) + "/history" + (f"?{query}" if query else "")
+
     def source(self, run_id: str, path: str) -> str:
         return self.path(f"/runs/{run_id}/src/{quote(path)}")
 
     def diff(self, left: str, right: str) -> str:
         return self.path(f"/diff/{left}..{right}")
+
+    def compare(self, left: str, right: str) -> str:
+        """Two compilations pass by pass; `left` and `right` are compilation ids (`RUN-ORDINAL`)."""
+        return self.path(f"/compare/{left}..{right}")
+
+    def compare_row(self, left: str, right: str, row: int) -> str:
+        """One aligned row of a comparison: its diff's size, and whether it is the same ignoring noise."""
+        return self.compare(left, right) + f"/rows/{row}"
+
+    def compare_pick(self) -> str:
+        """A form's target: `?a=RUN-ORDINAL&b=RUN-ORDINAL` redirects to the comparison."""
+        return self.path("/compare")
+
+    def layout(self, attr: str | None = None, shape: list[int] | str | None = None, **extra: str) -> str:
+        """The layout inspector (app/views/layout.py) for an encoding (aliases expanded) at a shape."""
+        if isinstance(shape, list):
+            shape = "x".join(map(str, shape))
+        params = [("attr", attr), ("shape", shape), *extra.items()]
+        query = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in params if v not in (None, ""))
+        return self.path("/-/layout") + (f"?{query}" if query else "")
 
     # -- teams: sign-in, search, managing a run (app/views/auth.py, app/views/manage.py) --
     def signin(self, next_url: str | None = None) -> str:

@@ -76,6 +76,9 @@ def run(args: argparse.Namespace) -> dict:
         print("bench: page latency ...", file=sys.stderr, flush=True)
         results["pages"] = web.measure_latency(corpus_db, targets, rounds=1 if args.quick else 3,
                                                warm_repeats=3 if args.quick else 10)
+        if targets.compares:
+            results["compare"] = web.measure_compare(corpus_db, targets, rounds=1 if args.quick else 3,
+                                                     warm_repeats=3 if args.quick else 10)
     if "map" in stages:
         print("bench: map page on a run of ~8,000 snapshots ...", file=sys.stderr, flush=True)
         results["map"] = map_bench.bench_map(workdir, rounds=1 if args.quick else 3, warm_repeats=3 if args.quick else 5)
@@ -168,6 +171,22 @@ def table(results: dict) -> str:
             value = f"{_fmt_s(source_map['cold_median'][key])} ({source_map[ratio]:.2f}× baseline)"
             rows.append((f"{label}, cold, server time (median)", value, "", "≤ 300 ms"))
         rows.append(("map page, warm, server time p50", _fmt_s(source_map["warm_p50"]), "", ""))
+    compare = {page["label"]: page for page in results.get("compare", [])}
+    if len(compare) == 2:
+        baseline, page = compare["compilation page ~80 passes"], compare["compare ~80 passes"]
+        passes = ", ".join(f"{a}/{b}" for a, b in targets["compare_passes"][:3]) + " … passes"
+        for phase, target in (("cold", "≤ 300 ms"), ("warm", "")):
+            base_stats, stats = baseline[phase], page[phase]
+            span = f"{min(targets['compilation_passes'])}-{max(targets['compilation_passes'])} passes"
+            rows.append((
+                f"compilation page ({span}), {phase}, server time p50 / p95",
+                f"{_fmt_s(base_stats['ttfb_p50'])} / {_fmt_s(base_stats['ttfb_p95'])}", "1× (baseline)", "",
+            ))
+            rows.append((
+                f"compare two compilations ({passes}), {phase}, server time p50 / p95",
+                f"{_fmt_s(stats['ttfb_p50'])} / {_fmt_s(stats['ttfb_p95'])}",
+                f"{stats['ttfb_p50'] / base_stats['ttfb_p50']:.1f}× compilation page", target,
+            ))
     for name, entry in results.get("throughput", {}).items():
         rows.append((f"cached {name}, 32 clients ({entry['tool']})",
                      f"{entry['rps']:.0f} req/s, {entry['errors']} errors", "", "≥ 500 req/s, 0 errors"))

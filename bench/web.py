@@ -85,6 +85,10 @@ class Targets:
     diffs: list[str]  # adjacent changed snapshot pairs, both ~10,000 lines
     diff_lines: list[tuple[int, int]]
     warmup: str  # a small snapshot page, to load templates and code before timing
+    compares: list[str] = field(default_factory=list)  # /compare/A..B of two ~80-pass compilations of one kernel
+    compare_passes: list[tuple[int, int]] = field(default_factory=list)
+    compilations: list[str] = field(default_factory=list)  # ~80-pass compilation pages, none of them compared
+    compilation_passes: list[int] = field(default_factory=list)
 
 
 def pick_targets(db_path: Path, per_set: int = 8) -> Targets:
@@ -122,7 +126,12 @@ def pick_targets(db_path: Path, per_set: int = 8) -> Targets:
         chosen.append((a, b))
         if len(chosen) == per_set:
             break
+    compares, compare_passes, compilations, compilation_passes = _compare_targets(db_path, per_set)
     return Targets(
+        compares=compares,
+        compare_passes=compare_passes,
+        compilations=compilations,
+        compilation_passes=compilation_passes,
         ten_k=[path(row) for row in near],
         ten_k_lines=[row[3] for row in near],
         largest=path(largest),
@@ -130,6 +139,34 @@ def pick_targets(db_path: Path, per_set: int = 8) -> Targets:
         diffs=[f"/diff/{a[0]}-{a[1]}-{a[2]}..{b[0]}-{b[1]}-{b[2]}" for a, b in chosen],
         diff_lines=[(a[3], b[3]) for a, b in chosen],
         warmup=path(small),
+    )
+
+
+def _compare_targets(db_path: Path, per_set: int) -> tuple[list[str], list[tuple[int, int]], list[str], list[int]]:
+    """Pairs of compilations of one kernel with about 80 passes each (no compilation in two pairs,
+    so each page is cold), and as many other such compilations for the compilation-page baseline."""
+    with sqlite3.connect(db_path) as connection:
+        rows = connection.execute(
+            """select c.run_id, c.ordinal, c.kernel, count(s.pk) as passes
+               from compilations c join snapshots s on s.compilation_pk = c.pk
+               group by c.pk having passes between 60 and 100 order by abs(passes - 80), c.run_id, c.ordinal"""
+        ).fetchall()
+    by_kernel: dict[str, list[tuple]] = {}
+    for row in rows:
+        by_kernel.setdefault(row[2], []).append(row)
+    used: set[tuple[str, int]] = set()
+    pairs: list[tuple[tuple, tuple]] = []
+    for members in sorted(by_kernel.values(), key=lambda group: abs(group[0][3] - 80)):
+        while len(members) >= 2 and len(pairs) < per_set:
+            a, b = members.pop(0), members.pop(0)
+            pairs.append((a, b))
+            used.update({(a[0], a[1]), (b[0], b[1])})
+    singles = [row for row in rows if (row[0], row[1]) not in used][:per_set]
+    return (
+        [f"/compare/{a[0]}-{a[1]}..{b[0]}-{b[1]}" for a, b in pairs],
+        [(a[3], b[3]) for a, b in pairs],
+        [f"/runs/{row[0]}/c/{row[1]}" for row in singles],
+        [row[3] for row in singles],
     )
 
 
@@ -156,6 +193,27 @@ def measure_latency(db_path: Path, targets: Targets, rounds: int = 3, warm_repea
                     latency.cold.append(fetch(client, path))
             for latency, paths in zip(sets, urls):
                 for _ in range(warm_repeats if latency.label != "snapshot largest" else warm_repeats * 2):
+                    for path in paths:
+                        latency.warm.append(fetch(client, path))
+    return [latency.summary() for latency in sets]
+
+
+def measure_compare(db_path: Path, targets: Targets, rounds: int = 3, warm_repeats: int = 10) -> list[dict]:
+    """The compare page of two ~80-pass compilations, cold and warm, beside the baseline it is read
+    against: a compilation page of ~80 passes (one side's pass list and op counts), in the same
+    fresh servers. No compilation appears in two of these pages, so each first request is cold."""
+    import httpx
+
+    sets = [Latency("compilation page ~80 passes"), Latency("compare ~80 passes")]
+    urls = [targets.compilations, targets.compares]
+    for _ in range(rounds):
+        with serve(db_path) as base, httpx.Client(base_url=base, timeout=120) as client:
+            fetch(client, targets.warmup)
+            for latency, paths in zip(sets, urls):
+                for path in paths:
+                    latency.cold.append(fetch(client, path))
+            for latency, paths in zip(sets, urls):
+                for _ in range(warm_repeats):
                     for path in paths:
                         latency.warm.append(fetch(client, path))
     return [latency.summary() for latency in sets]

@@ -45,6 +45,12 @@
       checkbox.addEventListener("change", apply);
       apply();
     }
+    const changes = document.getElementById("history-changes"); /* op history: only the passes that change it */
+    if (changes) {
+      const show = function () { page.classList.toggle("only-changes", changes.checked); };
+      changes.addEventListener("change", show);
+      show();
+    }
     let cursor = null;
     function visibleRows() {
       return Array.from(page.querySelectorAll("tr.pass")).filter(function (row) { return row.offsetParent !== null; });
@@ -475,6 +481,11 @@
       if (key === "j" || key === "n") go(page.dataset.next);
       else if (key === "k" || key === "p") go(page.dataset.prev);
       else if (key === "d") go(page.dataset.diff);
+      else if (key === "h" && firstSelected()) {
+        /* op history of the selected line: .../c/N/s/I -> .../c/N/history?s=I&line=L */
+        const at = /^(.*\/c\/\d+)\/s\/(\d+)/.exec(window.location.pathname);
+        if (at) go(at[1] + "/history?s=" + at[2] + "&line=" + firstSelected().id.slice(1));
+      }
       else if (key === "l") flip("show-loc");
       else if (key === "c") flip("no-color");
       else if (key === "w") flip("wrap");

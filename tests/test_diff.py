@@ -24,7 +24,8 @@ from app.diff import (
     match_blocks,
     split_lines,
 )
-from app.views.diffs import _mark_html, hunks_json
+from app.views.diff_rows import _mark_html
+from app.views.diffs import hunks_json
 from parsers.log import scan_log
 from parsers.records import Dump
 from tests.conftest import FIXTURES

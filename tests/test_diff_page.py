@@ -15,7 +15,7 @@ from app.diff import apply_hunks, split_lines
 from app.main import create_app
 from app.settings import Settings
 from app.urls import snapshot_id
-from app.views import diffs
+from app.views import diff_rows
 from tests.conftest import FIXTURES, fresh_db_url, ingest_paths
 
 FIXTURE = FIXTURES / "sm90_add_kernel_dump.log.gz"
@@ -253,8 +253,8 @@ def test_collapsed_lines_expand_through_the_rows_fragment(site):
 
 def test_big_diffs_load_later_rows_lazily(site, monkeypatch):
     client, runs = site
-    monkeypatch.setattr(diffs, "INLINE_ROWS", 40)
-    monkeypatch.setattr(diffs, "CHUNK_ROWS", 50)
+    monkeypatch.setattr(diff_rows, "INLINE_ROWS", 40)
+    monkeypatch.setattr(diff_rows, "CHUNK_ROWS", 50)
     url = diff_url(sid(runs["first"], LLVM), sid(runs["first"], LLVM + 1), "context=all&view=unified")
     page = page_of(client, url)
     lazy = re.findall(r'<tbody class="lazy" hx-get="([^"]+)" hx-trigger="([^"]+)"', page)

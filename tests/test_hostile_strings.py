@@ -45,9 +45,11 @@ def site(tmp_path_factory):
 
 
 def crawl(client: TestClient, run: dict) -> dict[str, str]:
-    """Every HTML page reachable from the run's page (its own pages, diffs, search): URL -> body."""
+    """Every HTML page reachable from the run's page (its own pages, diffs, comparisons, search): URL -> body."""
     start = [run["url"], "/", f"/search?q={hostile.SCRIPT}", run["url"] + "/edit"]
     start += [run["url"] + "/nope" + hostile.IMG, "/-/signin?next=" + hostile.JS_URL]
+    ids = [f"{run['run']}-{c['id']}" for c in run["compilations"]]
+    start += [f"/compare/{ids[0]}..{ids[-1]}", f"/compare/{ids[0]}..{ids[-1]}?context=all&ssa=1"]
     pages: dict[str, str] = {}
     queue = deque(start)
     while queue and len(pages) < MAX_PAGES:
@@ -58,7 +60,7 @@ def crawl(client: TestClient, run: dict) -> dict[str, str]:
         pages[url] = response.text if response.headers["content-type"].startswith("text/html") else ""
         for link in re.findall(r'(?:href|hx-get|data-url)="([^"]+)"', pages[url]):
             link = html.unescape(link).split("#")[0]
-            if link.startswith((run["url"], "/diff/")) and not link.endswith((".json", "/raw")):
+            if link.startswith((run["url"], "/diff/", "/compare/")) and not link.endswith((".json", "/raw")):
                 queue.append(link)
     return pages
 

@@ -332,6 +332,13 @@ def _inline_asm_counts(text: str, counts: dict[str, int]) -> None:
         _count_ptx(asm, counts)
 
 
+def inline_asm_groups(text: str) -> set[str]:
+    """The groups of the PTX instructions inside a module's inline assembly."""
+    counts = dict.fromkeys(_ORDER, 0)
+    _inline_asm_counts(text, counts)
+    return {key for key, count in counts.items() if count}
+
+
 def count_ptx(text: str) -> dict[str, int]:
     """How many instructions of each group a PTX file holds: every key of GROUPS, zeros included."""
     counts = dict.fromkeys(_ORDER, 0)

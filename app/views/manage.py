@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from app.auth import Identity, IdentityDep, check_may_change, may_change, visible_runs
 from app.models import Run
+from app.op_search import search_compilations, split_query
 from app.page_cache import forget_runs
 from app.queries import iso_time
 from app.retention import delete_run
@@ -89,7 +90,12 @@ def _apply(run: Run, title: str | None, tags: list[str] | None, listed: bool | N
 @router.get("/search.json")
 def search(request: Request, session: SessionDep, urls: UrlsDep, identity: IdentityDep, q: str = ""):
     settings: Settings = request.app.state.settings
-    runs = search_runs(session, q, urls, visible_runs(identity, settings))
+    visible = visible_runs(identity, settings)
+    index_query = split_query(q)
+    if index_query.terms:  # op:, group:, layout: words: compilations, from the op index
+        found = search_compilations(session, index_query, urls, visible)
+        return respond(request, "search.html", {"q": q, "count": len(found["compilations"]), "runs": [], **found})
+    runs = search_runs(session, q, urls, visible)
     return respond(request, "search.html", {"q": q, "count": len(runs), "runs": runs})
 
 

@@ -15,6 +15,7 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 
 from app.auth import identify, upload_owner, visible_runs
 from app.blobs import BlobReader
+from app.comparisons import run_variants
 from app.errors import error_json
 from app.ingest import Ingest, IngestError
 from app.models import Blob, Compilation, InputRecord, Run, Snapshot
@@ -269,6 +270,7 @@ def _log_excerpt(blob: Blob) -> dict:
 def run_page(request: Request, run_id: str, session: SessionDep, urls: UrlsDep):
     run = load_run(session, run_id)
     data = run_summary(session, run, urls)
+    data["variants"] = run_variants(session, run, urls)  # kernels compiled more than once (autotune)
     if not wants_json(request):
         # Inline excerpts of the logs' non-IR text; the JSON gives their URLs instead.
         text_blobs = {

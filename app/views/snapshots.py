@@ -7,6 +7,7 @@ of an immutable blob and the render version.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable
 from typing import Any
@@ -18,11 +19,17 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app import render
+from app.auth import identify, visible_runs
+from app.comparisons import compare_candidates
+from app.compilation_data import compilation_data
 from app.highlight.hwops import GROUPS
 from app.launches import launch_page_cells
+from app.layouts.aliases import drawable
+from app.layouts.cvt_costs import convert_costs, summary
 from app.models import Artifact, Compilation, Snapshot, Source
 from app.page_cache import cache_response, cached_response
-from app.queries import artifact_sort_key, compilation_detail, snapshot_dict
+from app.pass_charts import chart_svgs
+from app.queries import artifact_sort_key, snapshot_dict
 from app.source_map import pass_indexes
 from app.urls import Urls, snapshot_id
 from app.web import SessionDep, UrlsDep, immutable_headers, int_param, respond, strip_json, wants_json
@@ -84,11 +91,18 @@ def _etag_for(request: Request, digest: str) -> tuple[str, Response | None]:
 @router.get("/runs/{run_id}/c/{ordinal}")
 def compilation_page(request: Request, run_id: str, ordinal: str, session: SessionDep, urls: UrlsDep):
     compilation = load_compilation(session, run_id, ordinal)
-    data = compilation_detail(session, compilation, urls)
+    data = compilation_data(session, compilation, urls)
+    visible = visible_runs(identify(request), request.app.state.settings)  # other runs: those the reader may list
+    data["compare_with"] = compare_candidates(session, compilation, urls, visible)
     if not wants_json(request):
         # the op columns worth showing: groups some snapshot of this compilation uses
         present = [group for group in GROUPS if any(row["ops"].get(group.key) for row in data["snapshots"])]
-        data["page"] = {"groups": present, "launch_cells": launch_page_cells(data["launches"])}
+        data["page"] = {
+            "groups": present,
+            "launch_cells": launch_page_cells(data["launches"]),
+            "charts": chart_svgs(data["charts"], data["snapshots"]),
+            "outliers": {item["index"]: item for item in data["charts"]["outliers"]},
+        }
     return respond(request, "compilation.html", data)
 
 
@@ -515,10 +529,22 @@ def _ir_fields(
             for item in matched
         ],
     }
+    fields["conversions"] = _conversions(rendered, load_text)
+    fields["conversion_counts"] = summary(fields["conversions"])
     if full:
         fields["text"] = load_text() or ""
         fields["locs"] = rendered.locs_json()
     return fields
+
+
+def _conversions(rendered: render.Analysis, load_text: render.TextLoader) -> list[dict[str, Any]]:
+    """Each ttg.convert_layout with what its lowering costs (app/layouts/cvt_costs.py)."""
+    if rendered.kind != "mlir":
+        return []
+    text = load_text() or ""
+    if "convert_layout" not in text:
+        return []
+    return convert_costs(io.StringIO(text))
 
 
 def _ir_page(
@@ -569,6 +595,8 @@ def _ir_page(
         {"start": start, "count": min(step, rendered.line_count - start), "url": lines_url(start, step)}
         for start in range(shown, rendered.line_count, step)
     ]
+    # What the layout inspector can draw, aliases expanded: a click on a use opens it at that shape.
+    drawn = drawable({alias: layout.definition for alias, layout in rendered.layouts.items()})
     script_data = None
     if pending:  # the lines not in the page yet: what the script needs to find and mark them
         script_data = json.dumps(
@@ -585,7 +613,8 @@ def _ir_page(
         "op_marks": any(rendered.op_lines.values()),
         "loc_tokens": rendered.loc_tokens,
         "layouts": [
-            {"alias": alias, "colour": rendered.layout_colours[alias], **render.layout_dict(layout)}
+            {"alias": alias, "colour": rendered.layout_colours[alias], "draw": drawn.get(alias),
+             **render.layout_dict(layout)}
             for alias, layout in rendered.layouts.items()
         ],
         "encodings": [

@@ -1,7 +1,7 @@
 """Line indexes: each blob's Python-line index for the map page, computed at ingest.
 
 Revision ID: 0011
-Revises: 0006
+Revises: 0007
 Create Date: 2026-11-25
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0011"
-down_revision = "0006"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 

@@ -49,6 +49,7 @@ def main_pages(server_url: str, run: dict) -> list[str]:
         files[0]["url"] + "/view",
         run["url"] + "/edit",
         "/search?q=" + hostile.SCRIPT,
+        "/compare/{0}-{1}..{0}-{2}?context=all".format(run["run"], *(c["id"] for c in run["compilations"])),
     ]
 
 

@@ -102,8 +102,9 @@ def test_hovering_a_layout_alias_explains_it(matmul, browser_page, page_errors):
     expect(tip).to_contain_text("warps are arranged")
     page.mouse.move(5, 600)
     expect(tip).to_be_hidden()
-    # clicking an alias jumps to its definition line
-    page.locator('.ir a.ly[data-ly="mma"]:not(.def)').first.click()
+    # the alias's legend chip jumps to its definition line (a click on a use in a tensor type opens
+    # the layout inspector instead: tests/browser/test_layout_browser.py)
+    page.locator('.ly-chip[data-ly="mma"]').click()
     definition = page.locator(".ln.sel")
     expect(definition).to_have_count(1)
     expect(definition).to_contain_text("#mma = #ttg.nvidia_mma<")

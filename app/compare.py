@@ -1,0 +1,150 @@
+"""Aligning two compilations pass by pass (pure: no database, no web).
+
+Two compilations of one kernel (autotune configs, Triton versions, targets) run mostly the same
+passes, with some missing on one side or repeated a different number of times. Pairing them by
+index goes wrong at the first extra pass, so the two pass sequences are aligned like two texts
+in a diff: the alignment keeps as many pairs as a longest common subsequence has.
+
+Two steps can pair when they dump at the same moment (`when`: before/after) and name the same
+pass: by its argument (`inline`, `tritongpu-pipeline`...) when both have one, since class names
+change across versions (`Inliner` became `InlinerPass`) while arguments do not; by the pass name
+otherwise. Among the alignments with the most pairs, the one with the most identical pairs (same
+stored text) wins, so a pass repeated on both sides pairs with its twin rather than a neighbour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["Pair", "PassStep", "align", "first_divergence", "fold", "pairable"]
+
+
+@dataclass(frozen=True)
+class PassStep:
+    """One snapshot of a compilation, as alignment sees it."""
+
+    pass_arg: str | None
+    pass_name: str
+    when: str
+    blob: str
+
+
+@dataclass(frozen=True)
+class Pair:
+    """An aligned row: indexes into the two step lists; None where one side has no such pass."""
+
+    a: int | None
+    b: int | None
+    identical: bool  # both sides present and holding the same stored text
+
+
+def pairable(x: PassStep, y: PassStep) -> bool:
+    if x.when != y.when:
+        return False
+    if x.pass_arg and y.pass_arg:
+        return x.pass_arg == y.pass_arg
+    return x.pass_name == y.pass_name
+
+
+def _twins(x: PassStep, y: PassStep) -> bool:
+    return x.blob == y.blob and pairable(x, y)
+
+
+def align(a: Sequence[PassStep], b: Sequence[PassStep]) -> list[Pair]:
+    """The rows of a maximal alignment of `a` and `b`, in order; one-side-only steps of a gap come
+    A's first, then B's (as a diff lists deletions before insertions).
+
+    A common prefix and suffix of identical twins pair off at once (any best alignment can be made
+    to include them: swapping one in never loses a pair or an identical one); the middle is a dynamic programme over (pairs, identical pairs), O(len(a) * len(b)).
+    """
+    n, m = len(a), len(b)
+    head = 0
+    while head < n and head < m and _twins(a[head], b[head]):
+        head += 1
+    tail = 0
+    while tail < n - head and tail < m - head and _twins(a[n - 1 - tail], b[m - 1 - tail]):
+        tail += 1
+    middle = _align_middle(a, b, head, n - tail, head, m - tail)
+    rows = [Pair(i, i, True) for i in range(head)]
+    rows += middle
+    rows += [Pair(n - tail + k, m - tail + k, True) for k in range(tail)]
+    return rows
+
+
+def _align_middle(
+    a: Sequence[PassStep], b: Sequence[PassStep], a0: int, a1: int, b0: int, b1: int
+) -> list[Pair]:
+    rows_a, rows_b = a1 - a0, b1 - b0
+    if not rows_a or not rows_b:
+        return [Pair(i, None, False) for i in range(a0, a1)] + [Pair(None, j, False) for j in range(b0, b1)]
+    # A pair is worth more than any number of identical bonuses, so the pair count stays maximal.
+    unit = min(rows_a, rows_b) + 1
+    # score[i][j]: the best alignment of a[a0+i:a1] with b[b0+j:b1], filled from the ends
+    score = [[0] * (rows_b + 1) for _ in range(rows_a + 1)]
+    for i in range(rows_a - 1, -1, -1):
+        x = a[a0 + i]
+        here, below = score[i], score[i + 1]
+        for j in range(rows_b - 1, -1, -1):
+            best = max(below[j], here[j + 1])
+            y = b[b0 + j]
+            if pairable(x, y):
+                matched = below[j + 1] + unit + (1 if x.blob == y.blob else 0)
+                best = max(best, matched)
+            here[j] = best
+    rows: list[Pair] = []
+    pending_a: list[int] = []
+    pending_b: list[int] = []
+    i = j = 0
+    while i < rows_a and j < rows_b:
+        x, y = a[a0 + i], b[b0 + j]
+        if pairable(x, y) and score[i][j] == score[i + 1][j + 1] + unit + (1 if x.blob == y.blob else 0):
+            rows += [Pair(k, None, False) for k in pending_a] + [Pair(None, k, False) for k in pending_b]
+            pending_a, pending_b = [], []
+            rows.append(Pair(a0 + i, b0 + j, x.blob == y.blob))
+            i += 1
+            j += 1
+        elif score[i + 1][j] >= score[i][j + 1]:
+            pending_a.append(a0 + i)
+            i += 1
+        else:
+            pending_b.append(b0 + j)
+            j += 1
+    pending_a += range(a0 + i, a1)
+    pending_b += range(b0 + j, b1)
+    rows += [Pair(k, None, False) for k in pending_a] + [Pair(None, k, False) for k in pending_b]
+    return rows
+
+
+def first_divergence(pairs: Sequence[Pair]) -> int | None:
+    """The first row whose two sides differ (a one-side-only pass counts), or None."""
+    return next((k for k, pair in enumerate(pairs) if not pair.identical), None)
+
+
+def fold(differs: Sequence[bool], context: int) -> list[tuple[str, int, int]]:
+    """Rows to show and rows to fold: ("rows" | "fold", start, end) pieces covering every row.
+
+    Runs of rows that do not differ fold away, but for `context` rows next to each differing row
+    (context < 0: nothing folds). A fold of a single row is not worth its own line, so it shows.
+    """
+    total = len(differs)
+    if context < 0 or total == 0:
+        return [("rows", 0, total)] if total else []
+    shown = [False] * total
+    for k, flag in enumerate(differs):
+        if flag:
+            for t in range(max(0, k - context), min(total, k + context + 1)):
+                shown[t] = True
+    pieces: list[tuple[str, int, int]] = []
+    k = 0
+    while k < total:
+        end = k
+        while end < total and shown[end] == shown[k]:
+            end += 1
+        kind = "rows" if shown[k] or end - k == 1 else "fold"
+        if pieces and pieces[-1][0] == kind == "rows":
+            pieces[-1] = ("rows", pieces[-1][1], end)
+        else:
+            pieces.append((kind, k, end))
+        k = end
+    return pieces

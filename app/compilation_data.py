@@ -1,0 +1,28 @@
+"""What a compilation's page says about it, in one place: its own page and each side of a comparison
+(whose JSON holds the compilations "as on their own pages") build it here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app import render
+from app.models import Compilation
+from app.op_search import first_seen, indexed
+from app.pass_charts import pass_charts
+from app.queries import compilation_detail
+from app.urls import Urls
+
+
+def compilation_data(session: Session, compilation: Compilation, urls: Urls) -> dict[str, Any]:
+    """The compilation's detail (snapshots, files, metadata, launches), its op index's first
+    appearances and its per-pass charts."""
+    data = compilation_detail(session, compilation, urls)
+    data["first_seen"] = first_seen(session, compilation, urls)
+    data["op_indexed"] = indexed(session, compilation)
+    data["charts"] = pass_charts(
+        list(compilation.snapshots), data["snapshots"],
+        lambda digest: (lambda: render.blob_reader.text(session, digest)),
+    )
+    return data

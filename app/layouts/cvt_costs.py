@@ -1,0 +1,122 @@
+"""Every ttg.convert_layout of one IR text with what its lowering costs: a line scan (aliases are
+defined before use), each distinct (source, destination, shape, element type) decided once."""
+
+from __future__ import annotations
+
+import io
+import re
+from collections import Counter
+from collections.abc import Iterable
+from functools import lru_cache
+
+from app.layouts.aliases import expand
+from app.layouts.conversion import conversion
+from app.layouts.errors import LayoutError
+from app.layouts.mapping import DTYPE_BITS
+
+_DEF = re.compile(r"#([A-Za-z_][\w$-]*) = (#[A-Za-z_]\w*\.\w+.*)$")
+_CVT = re.compile(r"(?:ttg|triton_gpu)\.convert_layout %[\w#.]+ : tensor<((?:\d+x)+)([^,<>]*(?:<[^<>]*>)?), ")
+_TARGET = re.compile(r'ttg\.target = "([^"]+)"')
+_DST = re.compile(r"-> tensor<(?:\d+x)+[^,<>]*(?:<[^<>]*>)?, ")
+MAX_CONVERSIONS = 5000  # per text; a page lists them, so bound the work
+
+LABELS = {"none": "no data movement", "registers": "in registers", "shuffles": "warp shuffles",
+          "shared": "through shared memory"}
+
+
+def _encoding(line: str, start: int) -> str:
+    depth = 0
+    for i in range(start, len(line)):
+        c = line[i]
+        if c in "<{[(":
+            depth += 1
+        elif c in ">}])":
+            if depth == 0:
+                return line[start:i]
+            depth -= 1
+    return line[start:]
+
+
+def _bits(elem: str) -> int:
+    elem = elem.strip()
+    if elem.startswith("!tt.ptr"):
+        return 64
+    return DTYPE_BITS.get(elem, 32)
+
+
+@lru_cache(maxsize=4096)
+def _cost(src: str, dst: str, shape: tuple[int, ...], bits: int, target: str) -> dict | None:
+    try:
+        return conversion(src, dst, list(shape), bits, target)
+    except LayoutError:
+        return None
+
+
+def convert_costs(lines: Iterable[str]) -> list[dict]:
+    """[{"line", "kind", "label", "shape", "dtype", "src", "dst", ...}] in text order."""
+    aliases: dict[str, str] = {}
+    found: list[dict] = []
+    target = ""
+    for number, line in enumerate(lines, 1):
+        if line.startswith("module"):
+            t = _TARGET.search(line)
+            target = t.group(1) if t else target
+            continue
+        if line.startswith("#"):
+            m = _DEF.match(line.rstrip())
+            if m:
+                aliases[m.group(1)] = m.group(2)
+            continue
+        if "convert_layout" not in line:
+            continue
+        m = _CVT.search(line)
+        if not m:
+            continue
+        src_text = _encoding(line, m.end())
+        rest = line[m.end() + len(src_text):]
+        d = _DST.search(rest)
+        if not d:
+            continue
+        try:
+            src, dst = expand(src_text, aliases), expand(_encoding(rest, d.end()), aliases)
+        except LayoutError:
+            continue
+        shape = tuple(int(x) for x in m.group(1).split("x") if x)
+        cost = _cost(src, dst, shape, _bits(m.group(2)), target)
+        if cost is None:
+            continue
+        found.append({"line": number, "kind": cost["kind"], "label": LABELS[cost["kind"]], "shape": list(shape),
+                      "dtype": m.group(2).strip(), "src": src, "dst": dst,
+                      "scratch_bytes": cost["scratch_bytes"],
+                      "scratch_bytes_at_most": cost.get("scratch_bytes_at_most")})
+        if len(found) >= MAX_CONVERSIONS:
+            break
+    return found
+
+
+def summary(costs: list[dict]) -> list[dict]:
+    """Counts per kind, costliest first: [{"kind", "label", "count"}]."""
+    counts = Counter(c["kind"] for c in costs)
+    return [{"kind": k, "label": LABELS[k], "count": counts[k]} for k in ("shared", "shuffles", "registers", "none")
+            if counts[k]]
+
+
+_COUNTS: dict[str, dict[str, int]] = {}
+_COUNTS_MAX = 4096
+
+
+def counts_by_kind(digest: str, load_text) -> dict[str, int]:
+    """{kind: number of convert_layout ops} of a stored text, cached by its hash (the compilation
+    page counts every pass; many passes share a text)."""
+    cached = _COUNTS.get(digest)
+    if cached is not None:
+        return cached
+    text = load_text() or ""
+    counts: dict[str, int] = {}
+    if "convert_layout" in text:
+        for item in summary(convert_costs(io.StringIO(text))):
+            counts[item["kind"]] = item["count"]
+    if len(_COUNTS) >= _COUNTS_MAX:
+        _COUNTS.pop(next(iter(_COUNTS)))
+    _COUNTS[digest] = counts
+    return counts

@@ -1,0 +1,86 @@
+// A click on a layout alias where a tensor or memdesc type uses it (`tensor<64x128xf16, #blocked>`)
+// opens the layout inspector for that tensor's shape. Snapshot pages: `a.ly` uses (their encoding,
+// aliases expanded, is the data-attr in the `#ly-ALIAS` template); diff pages: alias tokens in the
+// code cells, looked up in #layout-aliases for side A or B. Elsewhere (a definition line, a parent
+// reference) a click keeps its old meaning.
+(function () {
+  "use strict";
+  const holder = document.querySelector("[data-layout-url]");
+  if (!holder) return;
+  const base = holder.dataset.layoutUrl;
+  const TYPE = /(?:tensor|memdesc)<((?:\d+x)+)([^,<>]*(?:<[^<>]*>)?),\s*$/;
+  let diffAliases = null;
+  const island = document.getElementById("layout-aliases");
+  if (island) {
+    try { diffAliases = JSON.parse(island.textContent); } catch (e) { diffAliases = null; }
+  }
+
+  function textBefore(element, container) {
+    const range = document.createRange();
+    range.setStart(container, 0);
+    range.setEndBefore(element);
+    return range.toString();
+  }
+
+  function dtypeOf(elem) {
+    elem = elem.trim();
+    if (elem.startsWith("!tt.ptr")) return "i64";
+    return /^(?:[fiu]\d+|bf16|f8\w*)$/.test(elem) ? elem : "";
+  }
+
+  function url(attr, match) {
+    const shape = match[1].slice(0, -1);
+    const dtype = dtypeOf(match[2]);
+    return base + "?attr=" + encodeURIComponent(attr) + "&shape=" + shape + (dtype ? "&dtype=" + dtype : "");
+  }
+
+  function target(event) {
+    const use = event.target.closest("a.ly:not(.def)");
+    if (use) {
+      const template = document.getElementById("ly-" + use.dataset.ly);
+      const code = use.closest(".code") || use.parentElement;
+      const hint = template && template.content.querySelector("[data-attr]");
+      const attr = hint && hint.dataset.attr;
+      const match = attr && TYPE.exec(textBefore(use, code));
+      return match ? url(attr, match) : null;
+    }
+    if (!diffAliases) return null;
+    const token = event.target.closest("td.c span");
+    if (!token || !/^#[\w$-]+$/.test(token.textContent)) return null;
+    const cell = token.closest("td.c");
+    const sign = cell.querySelector(".sg");
+    const side = sign ? (sign.textContent === "-" ? "a" : "b") : (cell.cellIndex <= 1 ? "a" : "b");
+    const attr = (diffAliases[side] || {})[token.textContent.slice(1)];
+    const match = attr && TYPE.exec(textBefore(token, cell));
+    return match ? url(attr, match) : null;
+  }
+
+  // Beside each ttg.convert_layout line: what its lowering costs (listed in #cvt-legend).
+  const costs = new Map();
+  document.querySelectorAll("[data-cvt-line]").forEach((li) => costs.set("L" + li.dataset.cvtLine, li.dataset.cvtKind));
+  function markCosts() {
+    costs.forEach((kind, id) => {
+      const line = document.getElementById(id);
+      if (line && !line.dataset.cvt) line.dataset.cvt = kind;
+    });
+  }
+  if (costs.size) {
+    markCosts();
+    const ir = document.querySelector(".ir");
+    let queued = false;
+    if (ir) new MutationObserver(() => {
+      if (queued) return;
+      queued = true;
+      requestAnimationFrame(() => { queued = false; markCosts(); });
+    }).observe(ir, { childList: true, subtree: true });
+  }
+
+  document.addEventListener("click", function (event) {
+    if (event.button !== 0 || event.defaultPrevented) return;
+    const href = target(event);
+    if (!href) return;
+    event.preventDefault();
+    if (event.ctrlKey || event.metaKey) window.open(href, "_blank", "noopener");
+    else window.location.href = href;
+  }, true);
+})();

@@ -1,0 +1,115 @@
+"""/-/layout and /-/layout.json: the inspector answers Triton's mapping, refuses what Triton refuses."""
+
+from __future__ import annotations
+
+import gzip
+import html
+import json
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+from app.urls import Urls
+from tests.conftest import FIXTURES, fresh_db_url
+
+BLOCKED = "#ttg.blocked<{sizePerThread = [1, 2], threadsPerWarp = [4, 8], warpsPerCTA = [2, 2], order = [1, 0]}>"
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("layout-page")
+    app = create_app(Settings(db_url=fresh_db_url(tmp), data_dir=tmp, load_demo=False))
+    with TestClient(app) as c:
+        yield c
+
+
+def fixtures():
+    with gzip.open(FIXTURES / "layouts" / "triton39_layouts.json.gz", "rt") as f:
+        return json.load(f)["fixtures"]
+
+
+def test_json_owners_are_tritons(client):
+    """Every distributed fixture with Triton's printout: the endpoint's owners are that printout."""
+    import re
+    checked = 0
+    for fx in fixtures():
+        if "tensor_view" not in fx or checked >= 60:
+            continue
+        r = client.get(Urls().layout(fx["attr"], fx["shape"]).replace("/-/layout", "/-/layout.json"))
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["kind"] == "distributed" and body["shape"] == fx["shape"]
+        cells = [c for c in re.split(r"[\[\],]", fx["tensor_view"]) if c.strip()]
+        want = [sorted([int(t), int(g)] for t, g in re.findall(r"T(\d+):(\d+)", c)) for c in cells]
+        assert [sorted(o) for o in body["owners"]] == want
+        checked += 1
+    assert checked == 60
+
+
+def test_shared_offsets_follow_the_swizzle(client):
+    attr = "#ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = false, elementBitWidth = 16}>"
+    body = client.get("/-/layout.json", params={"attr": attr, "shape": "8x64"}).json()
+    assert body["kind"] == "shared"
+    offsets = body["offsets"]
+    assert sorted(offsets) == list(range(512))
+    # Row 1 of a 128-byte swizzle: its first 16-byte chunk sits in the second chunk of the row.
+    assert offsets[64:72] == list(range(72, 80)) and body["banks"][64] == 4
+
+
+def test_padded_offsets_skip_the_padding(client):
+    attr = "#ttg.padded_shared<[2:+1, 4:+2] {order = [0], shape = [8]}>"
+    body = client.get("/-/layout.json", params={"attr": attr, "shape": "8"}).json()
+    assert body["offsets"] == [0, 1, 3, 4, 8, 9, 11, 12]  # the example in Triton's PaddedSharedLayout docs
+
+
+@pytest.mark.parametrize("shape,reason", [("48x64", "not a power of two"), ("64", "rank"),
+                                          ("64xq", "not like 64x128")])
+def test_undrawable_shape_is_400_with_reason(client, shape, reason):
+    r = client.get("/-/layout.json", params={"attr": BLOCKED, "shape": shape})
+    assert r.status_code == 400
+    assert reason in r.json()["error"]
+
+
+def test_triton_refusals_are_refused(client):
+    refused = [fx for fx in fixtures() if "error" in fx and "padded" not in fx]
+    assert refused
+    for fx in refused:
+        r = client.get("/-/layout.json", params={"attr": fx["attr"], "shape": "x".join(map(str, fx["shape"]))})
+        assert r.status_code == 400, (fx["attr"], fx["shape"])
+
+
+def test_page_draws_a_grid_with_legend_and_folds_large_tensors(client):
+    r = client.get("/-/layout", params={"attr": BLOCKED, "shape": "128x256"}, headers={"accept": "text/html"})
+    assert r.status_code == 200
+    page = r.text
+    assert page.count('<g class="cell"') == 64 * 64
+    assert "folded: rows 0-63 of 128, columns 0-63 of 256" in page
+    assert "warp 3" in page and "T32 (warp 1, lane 0) register 0" in page
+    assert 'data-key="right"' in page and 'data-key="down"' in page
+    assert html.escape(BLOCKED, quote=False) in page
+
+
+def test_page_shows_broadcast_and_shared_banks(client):
+    r = client.get("/-/layout", params={"attr": BLOCKED, "shape": "4x4"}, headers={"accept": "text/html"})
+    assert "held by 16 threads" in r.text  # 128 threads, 16 elements, 2 registers each
+    attr = "#ttg.swizzled_shared<{vec = 2, perPhase = 1, maxPhase = 4, order = [1, 0]}>"
+    r = client.get("/-/layout", params={"attr": attr, "shape": "4x8"}, headers={"accept": "text/html"})
+    assert "offset 10, bank 5" in r.text
+
+
+def test_page_reports_refusal_as_400(client):
+    r = client.get("/-/layout", params={"attr": "#ttg.blocked<{oops}>", "shape": "4x4"},
+                   headers={"accept": "text/html"})
+    assert r.status_code == 400 and "not drawable" in r.text
+
+
+def test_json_requires_attr_and_shape(client):
+    assert client.get("/-/layout.json").status_code == 400
+    assert client.get("/-/layout", headers={"accept": "text/html"}).status_code == 200
+
+
+def test_fixture_note_exists():
+    assert Path(FIXTURES / "layouts" / "triton39_layouts.json.gz.note").read_text().startswith("triton39")
