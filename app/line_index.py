@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from app import render
 from app.models import Compilation, LineIndex, Snapshot
-from parsers.loc import LlvmLocations, llvm_by_node_applies, llvm_node_refs
+from parsers.loc import LlvmLocations, llvm_by_node_applies, llvm_lines_by_node, llvm_node_counts
 
 FACTS = "facts"
 _HAS_METADATA, _NEEDS_METADATA, _BY_NODE = 1, 2, 4
@@ -89,27 +89,14 @@ def _pack(by_source: dict[tuple[str, int], list[int]]) -> bytes | None:
     return zlib.compress(len(encoded).to_bytes(4, "little") + encoded + numbers.tobytes(), 6)
 
 
-def _contexts(snapshots: Sequence[Snapshot], facts: dict[str, int]) -> list[str | None]:
-    """The reading context of each snapshot (None: an LLVM text whose facts are not known yet)."""
-    contexts: list[str | None] = []
-    metadata: str | None = None
-    for snapshot in snapshots:
-        kind = render.snapshot_kind(snapshot.kind)
-        if kind != "llvm":
-            contexts.append(kind)
-            continue
-        flags = facts.get(snapshot.blob)
-        if flags is None:
-            contexts.append(None)
-            continue
-        if flags & _BY_NODE:
-            table = snapshot.blob if flags & _HAS_METADATA else metadata if flags & _NEEDS_METADATA else None
-            contexts.append(f"llvm@{table or ''}")
-        else:
-            contexts.append("llvm")
-        if flags & _HAS_METADATA and snapshot.kind == "llvm":
-            metadata = snapshot.blob
-    return contexts
+def _context(kind: str, flags: int, digest: str, metadata: str | None) -> str:
+    """How an LLVM text (or another kind) is read: see the module's docstring."""
+    if kind != "llvm":
+        return kind
+    if flags & _BY_NODE:
+        table = digest if flags & _HAS_METADATA else metadata if flags & _NEEDS_METADATA else None
+        return f"llvm@{table or ''}"
+    return "llvm"
 
 
 def indexes_for(session: Session, snapshots: Sequence[Snapshot], *, store: bool = True) -> list[Entry]:
@@ -120,20 +107,29 @@ def indexes_for(session: Session, snapshots: Sequence[Snapshot], *, store: bool 
         query = select(LineIndex).where(LineIndex.blob.in_(blobs[start : start + 500]))
         rows.update({(row.blob, row.context): row for row in session.scalars(query)})
     added: list[LineIndex] = []
-    facts = {blob: row.flags for (blob, context), row in rows.items() if context == FACTS}
-    for snapshot in snapshots:  # facts first: a dump's context depends on the dumps before it
-        if render.snapshot_kind(snapshot.kind) == "llvm" and snapshot.blob not in facts:
-            facts[snapshot.blob] = _facts(_text(session, snapshot.blob))
-            row = LineIndex(blob=snapshot.blob, context=FACTS, flags=facts[snapshot.blob], files="")
-            rows[(snapshot.blob, FACTS)] = row
-            added.append(row)
     entries: list[Entry] = []
     shared: dict[int, Entry] = {}
-    for snapshot, context in zip(snapshots, _contexts(snapshots, facts), strict=True):
-        assert context is not None
+    metadata: str | None = None  # the latest LLVM dump with a metadata table so far
+    for snapshot in snapshots:
+        kind = render.snapshot_kind(snapshot.kind)
+        text: str | None = None  # read at most once per snapshot, and only when something lacks
+        flags = 0
+        if kind == "llvm":
+            facts = rows.get((snapshot.blob, FACTS))
+            if facts is None:
+                text = _text(session, snapshot.blob)
+                facts = LineIndex(blob=snapshot.blob, context=FACTS, flags=_facts(text), files="")
+                rows[(snapshot.blob, FACTS)] = facts
+                added.append(facts)
+            flags = facts.flags
+        context = _context(kind, flags, snapshot.blob, metadata)
+        if flags & _HAS_METADATA and snapshot.kind == "llvm":
+            metadata = snapshot.blob
         row = rows.get((snapshot.blob, context))
         if row is None:
-            row = _compute(session, snapshot.blob, context)
+            row = _compute(
+                session, snapshot.blob, context, text if text is not None else _text(session, snapshot.blob)
+            )
             rows[(snapshot.blob, context)] = row
             added.append(row)
         entry = shared.get(id(row))
@@ -167,8 +163,7 @@ def _facts(text: str) -> int:
     return flags
 
 
-def _compute(session: Session, digest: str, context: str) -> LineIndex:
-    text = _text(session, digest)
+def _compute(session: Session, digest: str, context: str, text: str) -> LineIndex:
     if context.startswith("llvm@"):
         metadata = context[len("llvm@") :]
         files, by_source = _by_node(text, _table(session, metadata, text if metadata == digest else None))
@@ -191,20 +186,24 @@ def _table(session: Session, digest: str, text: str | None) -> LlvmLocations:
 
 def _by_node(text: str, table: LlvmLocations) -> tuple[dict[str, int], dict[tuple[str, int], list[int]]]:
     """Located references per file, and (file, line) -> IR lines, of an LLVM dump counted by
-    node: a Python line's IR lines are those that reference a node whose primary location (with
-    any of its location comments) is that line."""
-    node_lines: dict[str, list[int]] = {}
-    keys: dict[tuple[str, int], set[str]] = {}
+    node (as app.source_map did per request): a Python line's IR lines are those that reference a
+    node whose primary location (with any of its location comments) is that line."""
     files: dict[str, int] = {}
-    for line, node, comment in llvm_node_refs(text):
-        numbers = node_lines.setdefault(node, [])
-        if not numbers or numbers[-1] != line:
-            numbers.append(line)
+    keys: dict[tuple[str, int], set[str]] = {}
+    for (node, comment), count in llvm_node_counts(text).items():  # counted in C
         primary = table.primary(node, comment)
         if primary is not None:
-            files[primary.file] = files.get(primary.file, 0) + 1
+            files[primary.file] = files.get(primary.file, 0) + count
             keys.setdefault((primary.file, primary.line), set()).add(node)
-    by_source = {key: sorted({n for node in nodes for n in node_lines[node]}) for key, nodes in keys.items()}
+    if not keys:
+        return files, {}
+    node_lines = llvm_lines_by_node(text)
+    by_source: dict[tuple[str, int], list[int]] = {}
+    for key, nodes in keys.items():
+        if len(nodes) == 1:
+            by_source[key] = node_lines[next(iter(nodes))]
+        else:
+            by_source[key] = sorted({number for node in nodes for number in node_lines[node]})
     return files, by_source
 
 

@@ -653,19 +653,25 @@ def llvm_node_counts(text: str) -> dict[tuple[str, str], int]:
     return counts
 
 
-def llvm_node_refs(text: str) -> list[tuple[int, str, str]]:
-    """Every (1-based line, ``!dbg`` node, location comment) reference of an LLVM IR text, in order."""
-    found: list[tuple[int, str, str]] = []
-    for word, pattern in _DBG_NODE.items():
-        if word in text:
-            found += [(match.start(), match.group(1), match.group(2) or "") for match in pattern.finditer(text)]
-    found.sort()
-    refs, line, position = [], 1, 0
-    for start, node, comment in found:
+def llvm_lines_by_node(text: str) -> dict[str, list[int]]:
+    """The 1-based lines (ascending, without repeats) that reference each ``!dbg`` node."""
+    starts: list[tuple[int, str]] = []
+    present = [pattern for word, pattern in _DBG_NODE.items() if word in text]
+    for pattern in present:
+        starts += [(match.start(), match.group(1)) for match in pattern.finditer(text)]
+    if len(present) > 1:
+        starts.sort()
+    by_node: dict[str, list[int]] = {}
+    line, position = 1, 0
+    for start, node in starts:
         line += text.count("\n", position, start)
         position = start
-        refs.append((line, node, comment))
-    return refs
+        numbers = by_node.get(node)
+        if numbers is None:
+            by_node[node] = [line]
+        elif numbers[-1] != line:
+            numbers.append(line)
+    return by_node
 
 
 def llvm_node_lines(text: str, nodes: set[str]) -> list[int]:
