@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app import line_index, render
@@ -32,7 +33,10 @@ def pass_indexes(session: Session, snapshots: Iterable[Snapshot]) -> list[PassIn
     snapshots = list(snapshots)
     entries = line_index.indexes_for(session, snapshots)
     if session.new:
-        session.commit()  # kept for the next visit; a failure here fails the page, as any write
+        try:
+            session.commit()  # kept for the next visit
+        except IntegrityError:
+            session.rollback()  # a request beside this one stored the same rows first
     return [
         PassIndex(entry.files, entry.lines, _loader(session, snapshot.blob))
         for snapshot, entry in zip(snapshots, entries, strict=True)

@@ -674,25 +674,6 @@ def llvm_lines_by_node(text: str) -> dict[str, list[int]]:
     return by_node
 
 
-def llvm_node_lines(text: str, nodes: set[str]) -> list[int]:
-    """The 1-based lines that reference one of ``nodes``, in order."""
-    if not nodes:
-        return []
-    alternatives = "|".join(sorted(nodes, key=len, reverse=True))
-    starts: list[int] = []
-    for word in _DBG_NODE:
-        if word in text:
-            wanted = re.compile(re.escape(word) + r"[ \t]+!(?:" + alternatives + r")(?!\d)")
-            starts += [match.start() for match in wanted.finditer(text)]
-    lines, line, position = [], 1, 0
-    for start in sorted(starts):
-        line += text.count("\n", position, start)
-        position = start
-        if not lines or lines[-1] != line:
-            lines.append(line)
-    return lines
-
-
 # --------------------------------------------------------------------------- PTX / AMDGCN
 
 _FILE_DIRECTIVE = re.compile(
