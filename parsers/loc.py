@@ -79,7 +79,7 @@ __all__ = [
     "lines_by_source",
     "llvm_by_node_applies",
     "llvm_node_counts",
-    "llvm_node_lines",
+    "llvm_lines_by_node",
     "match_source",
     "resolve",
 ]
