@@ -78,8 +78,8 @@ __all__ = [
     "is_library_file",
     "lines_by_source",
     "llvm_by_node_applies",
-    "llvm_node_counts",
     "llvm_lines_by_node",
+    "llvm_node_counts",
     "match_source",
     "resolve",
 ]
