@@ -251,6 +251,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    from app import map_prep
     from app.models import Run
     from app.op_index import backfill, index_run
 
@@ -272,8 +273,11 @@ def cmd_index(args: argparse.Namespace) -> int:
                     return 1
                 index_run(session, run_id)
                 session.commit()
+            map_prep.prepare_run(db, run_id)  # and its map pages' Python-line indexes
             progress(number, len(args.runs), run_id)
         count = backfill(db.session, progress) if args.backfill else 0
+        if args.backfill:
+            map_prep.prepare_pending(db)
     finally:
         db.dispose()
     print(f"op index: {len(args.runs) + count} runs indexed")
@@ -569,7 +573,7 @@ def build_parser() -> argparse.ArgumentParser:
     gc.add_argument("--dry-run", action="store_true", help="list the runs that would go; change nothing")
     gc.set_defaults(handler=cmd_gc)
 
-    index = commands.add_parser("index", help="the op index (op:, group:, layout: search) of runs ingested before it")
+    index = commands.add_parser("index", help="the op index (op:, group:, layout: search) and the map pages' line indexes of runs")
     index.add_argument("runs", nargs="*", metavar="RUN", help="runs to index again")
     index.add_argument("--backfill", action="store_true", help="index every run that is not indexed yet")
     index.add_argument("--db", help="database URL")

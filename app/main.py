@@ -16,6 +16,7 @@ from app import render, web
 from app.auth import AuthMiddleware
 from app.db import Database
 from app.disassembler import find_disassembler
+from app.map_prep import start_map_prep
 from app.models import Run
 from app.retention import start_retention
 from app.security import SecurityMiddleware, server_error
@@ -56,7 +57,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.load_demo:
             load_demo(app.state.db, app.state.limits)
         retention = start_retention(app.state.db, settings.retention_days)
+        map_prep = start_map_prep(app.state.db)
         yield
+        map_prep.cancel()
         if retention:
             retention.cancel()
         app.state.db.dispose()

@@ -43,6 +43,21 @@ class Blob(Base):
     pack: Mapped[str | None] = mapped_column(String(64), index=True)
 
 
+class LineIndex(Base):
+    """A blob's Python-line index for the map page, stored once per blob and reading context.
+
+    ``context`` is ``facts`` (an LLVM text's flags only), a snapshot kind (the index from the
+    text's own locations) or ``llvm@<metadata blob>`` (an LLVM dump counted per ``!dbg`` node,
+    read against that metadata table; empty after ``@`` when none)."""
+
+    __tablename__ = "line_indexes"
+    blob: Mapped[str] = mapped_column(String(64), primary_key=True)
+    context: Mapped[str] = mapped_column(String(80), primary_key=True)
+    flags: Mapped[int] = mapped_column(Integer, default=0)
+    files: Mapped[str] = mapped_column(Text, default="")  # JSON {file: located IR lines}
+    lines: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)  # zlib JSON, see app/line_index.py
+
+
 class Run(Base):
     __tablename__ = "runs"
     id: Mapped[str] = mapped_column(String(32), primary_key=True)  # 128 random bits: the link is the capability

@@ -28,7 +28,11 @@ def _ingest(log: Path, db_path: Path) -> dict:
         [sys.executable, "-m", "app.cli", "ingest", "--db", f"sqlite:///{db_path}", "--json", str(log)],
         cwd=REPO, capture_output=True, check=True,
     )
-    return json.loads(result.stdout)
+    run = json.loads(result.stdout)
+    # what a running server does in the background once a run is stored (app/map_prep.py)
+    subprocess.run([sys.executable, "-m", "app.cli", "index", "--quiet", "--db", f"sqlite:///{db_path}", run["run"]],
+                   cwd=REPO, capture_output=True, check=True)
+    return run
 
 
 def _cold(db_path: Path, url: str) -> web.Sample:

@@ -83,8 +83,8 @@ __all__ = [
     "is_library_file",
     "lines_by_source",
     "llvm_by_node_applies",
+    "llvm_lines_by_node",
     "llvm_node_counts",
-    "llvm_node_lines",
     "match_source",
     "resolve",
 ]
@@ -660,23 +660,25 @@ def llvm_node_counts(text: str) -> dict[tuple[str, str], int]:
     return counts
 
 
-def llvm_node_lines(text: str, nodes: set[str]) -> list[int]:
-    """The 1-based lines that reference one of ``nodes``, in order."""
-    if not nodes:
-        return []
-    alternatives = "|".join(sorted(nodes, key=len, reverse=True))
-    starts: list[int] = []
-    for word in _DBG_NODE:
-        if word in text:
-            wanted = re.compile(re.escape(word) + r"[ \t]+!(?:" + alternatives + r")(?!\d)")
-            starts += [match.start() for match in wanted.finditer(text)]
-    lines, line, position = [], 1, 0
-    for start in sorted(starts):
+def llvm_lines_by_node(text: str) -> dict[str, list[int]]:
+    """The 1-based lines (ascending, without repeats) that reference each ``!dbg`` node."""
+    starts: list[tuple[int, str]] = []
+    present = [pattern for word, pattern in _DBG_NODE.items() if word in text]
+    for pattern in present:
+        starts += [(match.start(), match.group(1)) for match in pattern.finditer(text)]
+    if len(present) > 1:
+        starts.sort()
+    by_node: dict[str, list[int]] = {}
+    line, position = 1, 0
+    for start, node in starts:
         line += text.count("\n", position, start)
         position = start
-        if not lines or lines[-1] != line:
-            lines.append(line)
-    return lines
+        numbers = by_node.get(node)
+        if numbers is None:
+            by_node[node] = [line]
+        elif numbers[-1] != line:
+            numbers.append(line)
+    return by_node
 
 
 # --------------------------------------------------------------------------- PTX / AMDGCN

@@ -8,11 +8,11 @@ new-PM module and function-scope LLVM dumps, legacy and MIR dumps) and the add_k
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
-from app import render, source_map
+from app import map_prep, render, source_map
 from app.db import Database
-from app.models import Compilation
+from app.models import Compilation, LineIndex
 from app.views.snapshots import _snapshot_analysis, _text_loader
 from tests.conftest import FIXTURES, corpus_archive, fresh_db_url, ingest_paths
 from tests.test_snapshot_pages import get_json, make_site
@@ -22,15 +22,21 @@ def _expected(session, compilation, snapshot) -> dict[tuple[str, int], list[int]
     return _snapshot_analysis(session, compilation, snapshot, _text_loader(session, snapshot.blob)).by_source
 
 
+@pytest.mark.parametrize("stored", [True, False], ids=["prepared-after-ingest", "computed-on-first-visit"])
 @pytest.mark.parametrize("capture", ["sm90_llvm", "fixture"])
-def test_pass_indexes_equal_the_snapshot_pages_locations(tmp_path, capture):
+def test_pass_indexes_equal_the_snapshot_pages_locations(tmp_path, capture, stored):
+    """Indexes prepared once the run is stored (app/map_prep.py), and those the page computes for a
+    run not prepared yet."""
     path = FIXTURES / "sm90_add_kernel_dump.log.gz" if capture == "fixture" else corpus_archive(capture)
     database = Database(fresh_db_url(tmp_path))
     try:
-        ingest_paths(database, [path])
+        run = ingest_paths(database, [path])
+        if stored:
+            map_prep.prepare_run(database, run["run"])
         render.clear_caches()
         source_map.clear()
         with database.session() as session:
+            assert bool(session.scalar(select(func.count()).select_from(LineIndex))) == stored
             compilations = list(session.scalars(select(Compilation)))
             assert compilations
             checked = located = 0
@@ -73,3 +79,17 @@ def test_function_scope_llvm_dumps_are_on_the_map(tmp_path):
     assert len(function_scope) > 50
     with_lines = {row["index"] for row in mapped["snapshots"] if row["lines"]}
     assert function_scope <= with_lines
+
+
+def test_the_server_prepares_each_stored_run_once(tmp_path):
+    """app/map_prep.py: a stored run is pending until its map indexes are stored, then marked."""
+    database = Database(fresh_db_url(tmp_path))
+    try:
+        run = ingest_paths(database, [FIXTURES / "sm90_add_kernel_dump.log.gz"])
+        assert map_prep.pending_runs(database) == [run["run"]]
+        assert map_prep.prepare_pending(database) == 1
+        assert map_prep.pending_runs(database) == []
+        with database.session() as session:
+            assert session.scalar(select(func.count()).select_from(LineIndex))
+    finally:
+        database.dispose()

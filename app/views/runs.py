@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.formparsers import MultiPartException, MultiPartParser
 
+from app import map_prep
 from app.auth import identify, upload_owner, visible_runs
 from app.blobs import BlobReader
 from app.comparisons import run_variants
@@ -206,6 +207,7 @@ def _ingest(app, files, title: str, owner: str | None = None, tags=(), listed: b
                      disassembler=app.state.disassembler).ingest(files)
         run.listed = listed
         session.commit()
+        map_prep.wake()  # its map pages' indexes, in the background
         return run_summary(session, run, app.state.urls)
 
 

@@ -416,6 +416,7 @@ def _map_page(
     text_of = {snapshot.index: text for snapshot, text in zip(snapshots, texts, strict=True)}
     quotes: dict[int, list[tuple[int, Markup]]] = {}
     seen_blobs: dict[str, int] = {}
+    highlighted: dict[tuple[str, str], Markup] = {}  # successive passes quote many equal lines
     for row in rows:
         snapshot = by_index[row["index"]]
         first = seen_blobs.setdefault(snapshot.blob, row["index"])
@@ -427,7 +428,10 @@ def _map_page(
             for number in quoted:
                 if number <= len(text_lines):
                     # the renderer escapes every token, so its output is safe markup
-                    row_quote.append((number, Markup(render.highlight_line(text_lines[number - 1], kind))))
+                    key = (text_lines[number - 1], kind)
+                    if key not in highlighted:
+                        highlighted[key] = Markup(render.highlight_line(*key))
+                    row_quote.append((number, highlighted[key]))
         quotes[row["index"]] = row_quote
     source_html = None
     if data.get("source_line") is not None:

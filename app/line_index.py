@@ -1,0 +1,213 @@
+"""Stored Python-line indexes of blobs, so the map page need not read a compilation's IR texts.
+
+Each (blob, reading context) gets one row: the located IR lines per Python file, and, packed
+(see :func:`_pack`), the IR lines of each Python line. Rows are shared by every run holding the
+blob. :func:`index_run` fills them right after ingest; the map page fills
+what is missing (runs ingested before) on its first visit through :func:`indexes_for`.
+
+How a snapshot's text is read follows its snapshot page: MLIR and assembly by their own
+locations (:func:`app.render.source_index`); an LLVM dump by ``!dbg`` node, each node resolved
+once in the metadata table (its own, or for a function-scope dump the compilation's latest
+earlier LLVM dump that has one).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import zlib
+from array import array
+from collections.abc import Sequence
+from itertools import accumulate
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app import render
+from app.models import Compilation, LineIndex, Snapshot
+from parsers.loc import LlvmLocations, llvm_by_node_applies, llvm_lines_by_node, llvm_node_counts
+
+FACTS = "facts"
+_HAS_METADATA, _NEEDS_METADATA, _BY_NODE = 1, 2, 4
+_NO_TABLE = LlvmLocations("")
+_TABLES = render._SizedLRU(max_bytes=64 << 20, max_items=64)  # metadata digest -> LlvmLocations
+
+
+class Entry:
+    """One stored index: located IR lines per file, and the packed per-line table, unpacked on
+    the first question (one Entry per row: snapshots of the same text share it)."""
+
+    def __init__(self, files: dict[str, int], packed: bytes | None) -> None:
+        self.files = files
+        self.packed = packed
+        self._deltas: dict[tuple[str, int], list[int]] | None = None
+
+    def lines(self, file: str, line: int) -> list[int]:
+        """The 1-based IR lines of Python ``file:line``."""
+        if self._deltas is None:
+            self._deltas = _unpack(self.packed)
+        found = self._deltas.get((file, line))
+        if found is None:
+            return []
+        start, count, numbers = found
+        return list(accumulate(numbers[start : start + count]))
+
+
+def _unpack(packed: bytes | None) -> dict[tuple[str, int], tuple[int, int, array]]:
+    """(file, line) -> (start, count, deltas): only the small header is parsed here."""
+    if not packed:
+        return {}
+    raw = zlib.decompress(packed)
+    header_size = int.from_bytes(raw[:4], "little")
+    numbers = array("I")
+    numbers.frombytes(raw[4 + header_size :])
+    if sys.byteorder != "little":
+        numbers.byteswap()
+    found: dict[tuple[str, int], tuple[int, int, array]] = {}
+    start = 0
+    for file, line, count in json.loads(raw[4 : 4 + header_size]):
+        found[(file, line)] = (start, count, numbers)
+        start += count
+    return found
+
+
+def _pack(by_source: dict[tuple[str, int], list[int]]) -> bytes | None:
+    """zlib of: header size (4 bytes), JSON header [[file, line, count], ...], then every key's IR
+    lines as uint32 deltas in header order (little-endian), so one line is found without the rest."""
+    if not by_source:
+        return None
+    header, numbers = [], array("I")
+    for (file, line), lines in sorted(by_source.items()):
+        header.append([file, line, len(lines)])
+        previous = 0
+        for number in lines:
+            numbers.append(number - previous)
+            previous = number
+    if sys.byteorder != "little":
+        numbers.byteswap()
+    encoded = json.dumps(header, separators=(",", ":")).encode()
+    return zlib.compress(len(encoded).to_bytes(4, "little") + encoded + numbers.tobytes(), 6)
+
+
+def _context(kind: str, flags: int, digest: str, metadata: str | None) -> str:
+    """How an LLVM text (or another kind) is read: see the module's docstring."""
+    if kind != "llvm":
+        return kind
+    if flags & _BY_NODE:
+        table = digest if flags & _HAS_METADATA else metadata if flags & _NEEDS_METADATA else None
+        return f"llvm@{table or ''}"
+    return "llvm"
+
+
+def indexes_for(session: Session, snapshots: Sequence[Snapshot], *, store: bool = True) -> list[Entry]:
+    """The stored index of each snapshot (compilation order), computing and storing what lacks."""
+    blobs = sorted({snapshot.blob for snapshot in snapshots})
+    rows: dict[tuple[str, str], LineIndex] = {}
+    for start in range(0, len(blobs), 500):
+        query = select(LineIndex).where(LineIndex.blob.in_(blobs[start : start + 500]))
+        rows.update({(row.blob, row.context): row for row in session.scalars(query)})
+    added: list[LineIndex] = []
+    entries: list[Entry] = []
+    shared: dict[int, Entry] = {}
+    metadata: str | None = None  # the latest LLVM dump with a metadata table so far
+    for snapshot in snapshots:
+        kind = render.snapshot_kind(snapshot.kind)
+        text: str | None = None  # read at most once per snapshot, and only when something lacks
+        flags = 0
+        if kind == "llvm":
+            facts = rows.get((snapshot.blob, FACTS))
+            if facts is None:
+                text = _text(session, snapshot.blob)
+                facts = LineIndex(blob=snapshot.blob, context=FACTS, flags=_facts(text), files="")
+                rows[(snapshot.blob, FACTS)] = facts
+                added.append(facts)
+            flags = facts.flags
+        context = _context(kind, flags, snapshot.blob, metadata)
+        if flags & _HAS_METADATA and snapshot.kind == "llvm":
+            metadata = snapshot.blob
+        row = rows.get((snapshot.blob, context))
+        if row is None:
+            row = _compute(
+                session, snapshot.blob, context, text if text is not None else _text(session, snapshot.blob)
+            )
+            rows[(snapshot.blob, context)] = row
+            added.append(row)
+        entry = shared.get(id(row))
+        if entry is None:
+            entry = shared[id(row)] = Entry(json.loads(row.files) if row.files else {}, row.lines)
+        entries.append(entry)
+    if added and store:
+        session.add_all(added)
+        session.flush()
+    return entries
+
+
+def index_run(session: Session, run_id: str) -> None:
+    """Compute and store the indexes a run's map pages need (those of blobs seen before are kept)."""
+    compilations = session.scalars(select(Compilation).where(Compilation.run_id == run_id)).all()
+    for compilation in compilations:
+        indexes_for(session, list(compilation.snapshots))
+
+
+def _text(session: Session, digest: str) -> str:
+    return render.blob_reader.text(session, digest) or ""
+
+
+def _facts(text: str) -> int:
+    has_metadata = render.has_debug_info(text)
+    flags = _HAS_METADATA if has_metadata else 0
+    if not has_metadata and render.needs_debug_info(text):
+        flags |= _NEEDS_METADATA
+    if llvm_by_node_applies(text):
+        flags |= _BY_NODE
+    return flags
+
+
+def _compute(session: Session, digest: str, context: str, text: str) -> LineIndex:
+    if context.startswith("llvm@"):
+        metadata = context[len("llvm@") :]
+        files, by_source = _by_node(text, _table(session, metadata, text if metadata == digest else None))
+    else:
+        found = render.source_index(digest, context, lambda: text)
+        files, by_source = dict(found.files), dict(found.by_source)
+    ordered = dict(sorted(files.items(), key=lambda item: -item[1]))
+    return LineIndex(blob=digest, context=context, flags=0, files=json.dumps(ordered), lines=_pack(by_source))
+
+
+def _table(session: Session, digest: str, text: str | None) -> LlvmLocations:
+    if not digest:
+        return _NO_TABLE  # no metadata anywhere: LLVM's location comments, if any
+    table = _TABLES.get((digest,))
+    if table is None:
+        table = LlvmLocations(text if text is not None else _text(session, digest))
+        _TABLES.put((digest,), table, table.size)
+    return table
+
+
+def _by_node(text: str, table: LlvmLocations) -> tuple[dict[str, int], dict[tuple[str, int], list[int]]]:
+    """Located references per file, and (file, line) -> IR lines, of an LLVM dump counted by
+    node (as app.source_map did per request): a Python line's IR lines are those that reference a
+    node whose primary location (with any of its location comments) is that line."""
+    files: dict[str, int] = {}
+    keys: dict[tuple[str, int], set[str]] = {}
+    for (node, comment), count in llvm_node_counts(text).items():  # counted in C
+        primary = table.primary(node, comment)
+        if primary is not None:
+            files[primary.file] = files.get(primary.file, 0) + count
+            keys.setdefault((primary.file, primary.line), set()).add(node)
+    if not keys:
+        return files, {}
+    node_lines = llvm_lines_by_node(text)
+    by_source: dict[tuple[str, int], list[int]] = {}
+    for key, nodes in keys.items():
+        if len(nodes) == 1:
+            by_source[key] = node_lines[next(iter(nodes))]
+        else:
+            by_source[key] = sorted({number for node in nodes for number in node_lines[node]})
+    return files, by_source
+
+
+def clear() -> None:
+    with _TABLES.lock:
+        _TABLES.items.clear()
+        _TABLES.bytes = 0

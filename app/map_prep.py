@@ -1,0 +1,78 @@
+"""Prepares the map pages' Python-line indexes (app/line_index.py) in the background, so a map
+page's first visit reads small stored rows instead of every IR text of a compilation.
+
+Not at ingest: indexing re-reads every stored text, which would double an ingest's CPU time. The
+server instead indexes each run once it is stored (an upload wakes it; runs ingested from the
+command line, or before this existed, are found on its next round). A map visited before its run
+is indexed computes what it needs on the spot and stores it (line_index.indexes_for).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+
+from sqlalchemy import select
+
+from app import line_index
+from app.db import Database
+from app.models import Run
+
+log = logging.getLogger("irlens")
+MARK = "line_index"  # in Run.stats once the run's map indexes are stored
+IDLE_SECONDS = 30.0
+_wake = threading.Event()
+
+
+def wake() -> None:
+    """A run was just stored: index it now rather than at the next round."""
+    _wake.set()
+
+
+def pending_runs(db: Database) -> list[str]:
+    with db.session() as session:
+        rows = session.execute(select(Run.id, Run.stats).order_by(Run.created_at.desc()))
+        return [run_id for run_id, stats in rows if not (stats or {}).get(MARK)]
+
+
+def prepare_run(db: Database, run_id: str) -> None:
+    with db.session() as session:
+        run = session.get(Run, run_id)
+        if run is None:  # deleted meanwhile
+            return
+        line_index.index_run(session, run_id)
+        run.stats = {**(run.stats or {}), MARK: 1}
+        session.commit()
+
+
+def prepare_pending(db: Database) -> int:
+    done = 0
+    for run_id in pending_runs(db):
+        try:
+            prepare_run(db, run_id)
+            done += 1
+        except Exception:  # one bad run must not stop the others; its map still works, only slower
+            log.exception("map indexes: run %s failed", run_id)
+    return done
+
+
+async def map_prep_loop(db: Database, idle: float = IDLE_SECONDS) -> None:
+    from starlette.concurrency import run_in_threadpool
+
+    while True:
+        _wake.clear()
+        try:
+            done = await run_in_threadpool(prepare_pending, db)
+            if done:
+                log.info("map indexes: %d runs prepared", done)
+        except Exception:
+            log.exception("map indexes: a round failed")
+        waited = 0.0  # sleep in the event loop, so shutdown's cancel ends the loop at once
+        while waited < idle and not _wake.is_set():
+            await asyncio.sleep(0.5)
+            waited += 0.5
+
+
+def start_map_prep(db: Database) -> asyncio.Task:
+    return asyncio.create_task(map_prep_loop(db), name="irlens-map-prep")
