@@ -42,9 +42,15 @@ _LLVM_END = re.compile(
     rb"^(?:// -----// |; \*\*\* IR Dump |\*\*\* IR Dump |# \*\*\* IR Dump |===-|Traceback \(most recent call last\)"
     rb"|#loc\d* = loc\(|module (?:attributes )?\{|LLVM ERROR: "
     rb"|Running (?:pass|analysis): |Invalidating (?:analysis: |all non-preserved analyses)"
-    rb"|Clearing all analysis results for: |Skipping pass)",
+    rb"|Clearing all analysis results for: |Skipping pass"
+    # An MLIR diagnostic ("/path/k.py:47:31: error: ...", "<unknown>:0: error: ..."): the next compile
+    # failing before its first dump; no IR line starts with "/" or "<".
+    rb"|(?:/[^\n]*?:\d+:\d+|<unknown>:0): (?:error|warning|note|remark): )",
     re.MULTILINE,
 )
+# A machine-code (MIR) dump holds one function and ends with this line: what follows is log text,
+# even when no banner comes next (the compile's last dump, then the next compile's errors).
+_MIR_END = re.compile(rb"^# End machine code for function [^\n]*\n", re.MULTILINE)
 UNBALANCED = "unbalanced braces: the dump is incomplete or mixed with other output"
 FOREIGN = (
     "holds bytes an IR printer never writes (NUL, control or non-ASCII bytes): "
@@ -475,6 +481,9 @@ def _scan_log(scan: _Scanner, stream: BinaryIO, chunk_size: int) -> Iterator[Dum
             elif scan.header.kind == "llvm":
                 match = _LLVM_END.search(chunk, pos, size)
                 end = match.start() if match else size
+                mir_end = _MIR_END.search(chunk, pos, end)
+                if mir_end is not None:
+                    match, end = mir_end, mir_end.end()
                 scan.parts.append(chunk[pos:end])
                 scan.line += chunk.count(b"\n", pos, end)
                 pos = end
