@@ -113,7 +113,7 @@ class Snapshot(Base):
     line_count: Mapped[int] = mapped_column(Integer)
     blob: Mapped[str] = mapped_column(ForeignKey("blobs.hash"), index=True)
     header: Mapped[str] = mapped_column(Text)
-    # What the body holds (parsers/scopes.py): "module", "function", "loop", "machine", "op".
+    # What the body holds (parsers/scopes.py): "module", "function", "loop", "region", "machine", "op".
     scope_kind: Mapped[str | None] = mapped_column(String(16))
     # Index of the previous snapshot of the same scope: the one this is compared (and diffed) with.
     base_index: Mapped[int | None] = mapped_column(Integer)

@@ -20,19 +20,34 @@ from tests.fidelity_check import check_run, count_banners
 LOG = FIXTURES / "triton38_fidelity.log.xz"
 MANIFEST = json.loads((FIXTURES / "triton38_fidelity.manifest.json").read_text())
 KERNELS = FIXTURES / "triton38_kernels.py"
+AMD_LOG = FIXTURES / "triton38_fidelity_amd.log.xz"
+AMD_MANIFEST = json.loads((FIXTURES / "triton38_fidelity_amd.manifest.json").read_text())
+
+
+def _upload(tmp, fixture, sources):
+    log = tmp / fixture.name.removesuffix(".xz")
+    log.write_bytes(lzma.decompress(fixture.read_bytes()))
+    settings = Settings(db_url=fresh_db_url(tmp), data_dir=tmp, load_demo=False)
+    client = TestClient(create_app(settings))
+    files = [("file", (path.name, path.read_bytes(), "application/octet-stream")) for path in (log, *sources)]
+    response = client.post("/runs", files=files, data={"csrf_token": form_token(client)}, follow_redirects=False)
+    assert response.status_code == 201, response.text
+    return client, response.json(), str(log)
 
 
 @pytest.fixture(scope="module")
 def uploaded(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("fidelity")
-    log = tmp / "triton38_fidelity.log"
-    log.write_bytes(lzma.decompress(LOG.read_bytes()))
-    settings = Settings(db_url=fresh_db_url(tmp), data_dir=tmp, load_demo=False)
-    with TestClient(create_app(settings)) as client:
-        files = [("file", (path.name, path.read_bytes(), "application/octet-stream")) for path in (log, KERNELS)]
-        response = client.post("/runs", files=files, data={"csrf_token": form_token(client)}, follow_redirects=False)
-        assert response.status_code == 201, response.text
-        yield client, response.json(), str(log)
+    client, run, log = _upload(tmp_path_factory.mktemp("fidelity"), LOG, [KERNELS])
+    with client:
+        yield client, run, log
+
+
+@pytest.fixture(scope="module")
+def uploaded_amd(tmp_path_factory):
+    sources = [KERNELS, FIXTURES / "triton38_more_kernels.py"]
+    client, run, log = _upload(tmp_path_factory.mktemp("fidelity-amd"), AMD_LOG, sources)
+    with client:
+        yield client, run, log
 
 
 def test_every_done_means_check_holds_on_the_capture(uploaded):
@@ -65,3 +80,18 @@ def test_the_checker_reports_a_wrong_status(uploaded):
     wrong["compilations"][3]["status"] = "ok"  # ... and that the run says so, without the LLVM ERROR seen
     problems = check_run(client, wrong, log, manifest).problems
     assert any(p.startswith("tmem cuda:90 (#4): status ok") for p in problems), problems
+
+
+def test_amd_region_dumps_and_a_python_warning_between_compiles(uploaded_amd):
+    # "Structurize control flow" prints a region's blocks (the entry block unlabelled), and the next
+    # compile's UserWarning follows the last dump with no banner: neither is damage, every banner counts.
+    client, run, log = uploaded_amd
+    report = check_run(client, run, log, AMD_MANIFEST)
+    assert report.problems == []
+    assert report.banners == report.snapshots == {"mlir": 130, "internal": 0, "llvm": 604}
+    snapshots = client.get(run["compilations"][0]["url"] + ".json").json()["snapshots"]
+    regions = [s for s in snapshots if s["pass"] == "Structurize control flow" and s["scope_kind"] == "region"]
+    assert regions, [s["scope"] for s in snapshots if s["pass"] == "Structurize control flow"]
+    first_raw = client.get(regions[0]["raw_url"]).text
+    assert first_raw.startswith("  ") and "UserWarning" not in first_raw
+    assert not any("UserWarning" in client.get(s["raw_url"]).text for s in snapshots[-3:])
