@@ -130,7 +130,7 @@ class Snapshot(Base):
     # The banner line as printed, interned: a few hundred distinct banners serve thousands of snapshots.
     banner_pk: Mapped[int] = mapped_column(ForeignKey("banners.pk"))
     banner: Mapped[Banner] = relationship()  # loaded on access only: no page lists raw banners
-    # What the body holds (parsers/scopes.py): "module", "function", "loop", "machine", "op".
+    # What the body holds (parsers/scopes.py): "module", "function", "loop", "region", "machine", "op".
     scope_kind: Mapped[str | None] = mapped_column(String(16))
     # Index of the previous snapshot of the same scope: the one this is compared (and diffed) with.
     base_index: Mapped[int | None] = mapped_column(Integer)

@@ -387,8 +387,9 @@ class CompilationGrouper:
         index = len(snapshots) if snapshots else 0
         base, changed = None, True  # the first dump of a scope counts as a change: it brings the IR
         if compilation is not None:
-            if level == scopes.LOOP and not scopes.function_of_loop(name) and compilation.last_function:
-                name = f"{name or 'loop'} in {compilation.last_function}"
+            if level in (scopes.LOOP, scopes.REGION) and not scopes.function_of_loop(name) \
+                    and compilation.last_function:
+                name = f"{name or level} in {compilation.last_function}"
             elif level in (scopes.FUNCTION, scopes.MACHINE) and name:
                 compilation.last_function = name
             key = scopes.scope_key(level, name)

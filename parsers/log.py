@@ -42,9 +42,16 @@ _LLVM_END = re.compile(
     rb"^(?:// -----// |; \*\*\* IR Dump |\*\*\* IR Dump |# \*\*\* IR Dump |===-|Traceback \(most recent call last\)"
     rb"|#loc\d* = loc\(|module (?:attributes )?\{|LLVM ERROR: "
     rb"|Running (?:pass|analysis): |Invalidating (?:analysis: |all non-preserved analyses)"
-    rb"|Clearing all analysis results for: |Skipping pass)",
+    rb"|Clearing all analysis results for: |Skipping pass"
+    # An MLIR diagnostic ("/path/k.py:47:31: error: ...", "<unknown>:0: error: ...") or a Python
+    # warning: the next compile's output; no IR line starts with "/" or "<".
+    rb"|(?:/[^\n]*?:\d+:\d+|<unknown>:0): (?:error|warning|note|remark): "
+    rb"|/[^\n]*?\.py:\d+: \w*(?:Warning|Error): )",  # a Python warning ("/x/semantic.py:1640: UserWarning: ")
     re.MULTILINE,
 )
+# A machine-code (MIR) dump holds one function and ends with this line: what follows is log text,
+# even when no banner comes next (the compile's last dump, then the next compile's errors).
+_MIR_END = re.compile(rb"^# End machine code for function [^\n]*\n", re.MULTILINE)
 UNBALANCED = "unbalanced braces: the dump is incomplete or mixed with other output"
 FOREIGN = (
     "holds bytes an IR printer never writes (NUL, control or non-ASCII bytes): "
@@ -142,7 +149,7 @@ def body_damage(body: bytes, kind: str, counted: bytes | None = None, empty_ok: 
         last = _last_ir_line(body)
         if scopes.is_null_function(body):  # a legacy CGSCC pass on the call graph's external node
             return None
-        if scopes.is_loop_body(body):  # a loop pass prints the loop's blocks, not a function
+        if scopes.is_loop_body(body) or scopes.is_region_body(body):  # a loop's or region's blocks only
             return scopes.loop_damage(body, _last_line(body))
         if b"# Machine code for function" in body:
             if not last.startswith(b"# End machine code for function"):
@@ -475,6 +482,9 @@ def _scan_log(scan: _Scanner, stream: BinaryIO, chunk_size: int) -> Iterator[Dum
             elif scan.header.kind == "llvm":
                 match = _LLVM_END.search(chunk, pos, size)
                 end = match.start() if match else size
+                mir_end = _MIR_END.search(chunk, pos, end)
+                if mir_end is not None:
+                    match, end = mir_end, mir_end.end()
                 scan.parts.append(chunk[pos:end])
                 scan.line += chunk.count(b"\n", pos, end)
                 pos = end

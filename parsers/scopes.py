@@ -18,8 +18,8 @@ import re
 
 from parsers.records import DumpHeader
 
-MODULE, FUNCTION, LOOP, MACHINE, OP = "module", "function", "loop", "machine", "op"
-LEVELS = (MODULE, FUNCTION, LOOP, MACHINE, OP)
+MODULE, FUNCTION, LOOP, REGION, MACHINE, OP = "module", "function", "loop", "region", "machine", "op"
+LEVELS = (MODULE, FUNCTION, LOOP, REGION, MACHINE, OP)
 
 _LLVM_MODULE_HEADS = (b"; ModuleID", b"source_filename", b"target datalayout", b"target triple")
 _LLVM_FUNCTION_HEADS = (b"; Function Attrs", b"define ", b"declare ")
@@ -73,6 +73,14 @@ def is_loop_body(body: bytes) -> bool:
     return first.startswith(_LOOP_HEADS) or _BLOCK_LABEL.match(first) is not None
 
 
+def is_region_body(body: bytes) -> bool:
+    """An LLVM region dump (a legacy RegionPass such as AMDGPU's "Structurize control flow"): the
+    region's blocks alone, the first one a function's entry block, whose instructions a printer indents
+    under no label. No module, function or loop dump starts with an indented line."""
+    first = _first_line(body)
+    return first[:1] in (b" ", b"\t") and bool(first.strip())
+
+
 # What a legacy CGSCC pass prints for the call graph's external node, in place of a function.
 NULL_FUNCTION = b"Printing <null> Function"
 
@@ -83,7 +91,8 @@ def is_null_function(body: bytes) -> bool:
 
 
 def loop_damage(body: bytes, last_line: bytes) -> str | None:
-    """Why an LLVM loop dump cannot be whole: a loop holds blocks only, the last ending in a terminator."""
+    """Why an LLVM loop (or region) dump cannot be whole: it holds blocks only, the last ending in a
+    terminator."""
     if _defined(body) or _METADATA_DEF.search(body):
         return LOOP_MIXED
     if _TERMINATOR.match(last_line) is None:
@@ -159,6 +168,8 @@ def _llvm_level(header: DumpHeader, body: bytes) -> tuple[str, str | None]:
     if first.startswith(b"# Machine code for function"):
         match = _MACHINE_FUNCTION.match(first)
         return MACHINE, match.group(1).decode("utf-8", "replace") if match else None
+    if is_region_body(body):
+        return REGION, None
     if loop or is_loop_body(body):
         function = loop.group(2) if loop else None
         label = _loop_header(body)
