@@ -148,10 +148,11 @@ def _tiles(bitwidth: int, ldmatrix: bool, stmatrix: bool) -> tuple[list, list]:
 
 
 def _lane_images(a: LinearLayout, b: LinearLayout) -> list[dict[str, int]]:
-    """b.invertAndCompose(a) restricted to a's lane bits: where each lands in b's hardware."""
+    """b.invertAndCompose(a) restricted to b's lane bits: where each of b's lanes lands in a's
+    hardware (indexed by b's lane, as optimalSwizzlingTile reads it: cvt.getBasis(kLane, idxB, ...))."""
     from app.layouts.conversion import composed  # the one pseudo-inverse, shared with the cost kinds
 
-    return composed(a, b)["lane"]
+    return composed(b, a)["lane"]
 
 
 def _tile_vbasis(a: LinearLayout, b: LinearLayout, n_reg_a: int, n_reg_b: int, tile_a, tile_b):
