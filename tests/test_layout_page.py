@@ -113,3 +113,15 @@ def test_json_requires_attr_and_shape(client):
 
 def test_fixture_note_exists():
     assert Path(FIXTURES / "layouts" / "triton39_layouts.json.gz.note").read_text().startswith("triton39")
+
+
+def test_a_linear_layout_that_xors_coordinates_is_refused_as_triton_does(client):
+    """Triton 3.9 refuses this #ttg.linear when parsing it ("LinearEncodingAttr requires a permutation
+    matrix layout after removing broadcast bases": checked with triton._C.libtriton.ir.parse_mlir_module);
+    the same layout with register basis [0, 1] in place of [1, 1] is accepted, and drawn here."""
+    lanes = "lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]], block = []}>"
+    xor = "#ttg.linear<{register = [[1, 1], [0, 2], [0, 4], [16, 0], [32, 0]], " + lanes
+    r = client.get("/-/layout.json", params={"attr": xor, "shape": "64x64"})
+    assert r.status_code == 400 and "permutation matrix" in r.json()["error"]
+    ok = xor.replace("[[1, 1], [0, 2]", "[[0, 1], [0, 2]")
+    assert client.get("/-/layout.json", params={"attr": ok, "shape": "64x64"}).status_code == 200

@@ -129,8 +129,8 @@ def conversion(src: Encoding | str, dst: Encoding | str, shape: list[int], dtype
                target: str = "") -> dict:
     """{"kind", "scratch_bytes", ...}. A trip through shared memory is sized as Triton's swizzling does
     (app/layouts/scratch.py): plain loads/stores on AMD, ldmatrix/stmatrix tiles too on NVIDIA.
-    ``scratch_bytes`` is null where that is not reproduced exactly (no target given, register bases
-    that are not single bits); ``scratch_bytes_at_most`` always bounds it (the tensor once)."""
+    ``scratch_bytes`` is null where no target is given; ``scratch_bytes_at_most`` always bounds it
+    (the tensor once)."""
     s, d = to_linear_layout(src, shape), to_linear_layout(dst, shape)
     kind = conversion_kind(s, d)
     out: dict = {"kind": kind, "crosses": minimal_dims(s, d)}

@@ -5,7 +5,8 @@ optimalSwizzlingLdSt (read at triton-lang/triton 014546ac), which splits the swi
 
 On NVIDIA targets Triton also weighs ldmatrix/stmatrix tiles (getSrcDstTiles, optimalSwizzling with
 tiles): tiled_scratch_bytes. Bases are flattened as Triton's flattenOuts does
-(dim0 most minor). Layouts whose register bases are not single bits are not handled (None).
+(dim0 most minor). Bases are single bits: Triton 3.9 admits no other distributed layout
+(LinearEncodingAttr's verifier, mirrored in distributed.linear), so the None paths are defensive.
 """
 
 from __future__ import annotations
