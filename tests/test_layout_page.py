@@ -125,3 +125,19 @@ def test_a_linear_layout_that_xors_coordinates_is_refused_as_triton_does(client)
     assert r.status_code == 400 and "permutation matrix" in r.json()["error"]
     ok = xor.replace("[[1, 1], [0, 2]", "[[0, 1], [0, 2]")
     assert client.get("/-/layout.json", params={"attr": ok, "shape": "64x64"}).status_code == 200
+
+
+@pytest.mark.parametrize("version,instr,ok", [
+    (1, [16, 16, 16], True), (1, [16, 16, 32], False), (2, [16, 16, 32], True), (2, [16, 16, 4], False),
+    (3, [16, 16, 4], True), (3, [16, 16, 128], True), (3, [16, 16, 16], False), (3, [32, 32, 16], False),
+    (2, [16, 32, 16], False)])
+def test_wmma_instruction_shapes_are_tritons(client, version, instr, ok):
+    """Which wmma instrShapes Triton 3.9 admits, asked of it with
+    gluon_ir.GluonOpBuilder.get_amd_wmma_layout + to_linear_layout (the rest fail its verifier with
+    "invalid WMMA vN instruction shape"): every result tile is 16x16, K varies by version."""
+    attr = (f"#ttg.amd_wmma<{{version = {version}, ctaLayout = {{warp = [[1, 0]]}}, isTranspose = false, "
+            f"instrShape = {instr}}}>")
+    r = client.get("/-/layout.json", params={"attr": attr, "shape": "64x64"})
+    assert (r.status_code == 200) == ok, r.text
+    if not ok:
+        assert f"invalid WMMA v{version} instruction shape" in r.json()["error"]

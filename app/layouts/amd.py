@@ -117,6 +117,10 @@ _WMMA_TILES = {  # (register, lane) bases of a 16x16 wmma result as (M, N) offse
 }
 
 
+_WMMA_SHAPES = {1: [[16, 16, 16]], 2: [[16, 16, 16], [16, 16, 32]],
+                3: [[16, 16, 4], [16, 16, 32], [16, 16, 64], [16, 16, 128]]}
+
+
 def _wmma_parts(params: dict) -> tuple[int, list, list, int]:
     version = params.get("version")
     if version not in (1, 2, 3):
@@ -131,8 +135,10 @@ def _wmma_parts(params: dict) -> tuple[int, list, list, int]:
         if not isinstance(b, list) or len(b) != rank:
             raise LayoutError("amd_wmma ctaLayout bases disagree on the rank")
     instr = params.get("instrShape", [16, 16, 16])
-    if instr[:2] != [16, 16]:
-        raise LayoutError(f"amd_wmma instrShape {instr} is not drawn here")
+    if not isinstance(instr, list) or [*instr] not in _WMMA_SHAPES[version]:
+        # Triton 3.9's verifier: every wmma result tile is 16x16; only K varies by version.
+        raise LayoutError(f"invalid WMMA v{version} instruction shape {instr} (Triton 3.9 accepts "
+                          f"{', '.join(map(str, _WMMA_SHAPES[version]))})")
     return version, warp, regs, rank
 
 
