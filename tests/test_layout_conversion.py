@@ -134,3 +134,14 @@ def test_compilation_and_snapshot_pages_count_conversions(tmp_path):
         assert sum(1 for c in snap["conversions"] if c["kind"] == "shared") == n
         html_page = client.get(with_shared[0]["url"], headers={"accept": "text/html"}).text
         assert 'data-cvt-kind="shared"' in html_page and "/-/layout?attr=" in html_page and "&amp;to=" in html_page
+
+
+def test_a_conversion_split_over_ctas_is_left_unsized():
+    """Triton divides a multi-CTA conversion's scratch by the CTA split and picks cross-CTA tiles;
+    no committed fixture compiles one, so its size stays null (bounded by the tensor once)."""
+    one = "#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>"
+    other = "#ttg.blocked<{sizePerThread = [4, 1], threadsPerWarp = [8, 4], warpsPerCTA = [1, 4], order = [0, 1]}>"
+    assert conversion(one, other, [64, 64], 16, "cuda:90")["scratch_bytes"] is not None
+    split = ", CGALayout = [[1, 0]]}>"
+    cost = conversion(one.replace("}>", split), other.replace("}>", split), [64, 64], 16, "cuda:90")
+    assert cost["kind"] == "shared" and cost["scratch_bytes"] is None and cost["scratch_bytes_at_most"] == 8192
