@@ -1,7 +1,8 @@
 // A click on a layout alias where a tensor or memdesc type uses it (`tensor<64x128xf16, #blocked>`)
 // opens the layout inspector for that tensor's shape. Snapshot pages: `a.ly` uses (their encoding,
 // aliases expanded, is the data-attr in the `#ly-ALIAS` template); diff pages: alias tokens in the
-// code cells, looked up in #layout-aliases for side A or B. Elsewhere (a definition line, a parent
+// code cells, looked up in #layout-aliases for side A or B (a comparison row's preview: in its own
+// data-layout-aliases). Elsewhere (a definition line, a parent
 // reference) a click keeps its old meaning.
 (function () {
   "use strict";
@@ -9,10 +10,19 @@
   if (!holder) return;
   const base = holder.dataset.layoutUrl;
   const TYPE = /(?:tensor|memdesc)<((?:\d+x)+)([^,<>]*(?:<[^<>]*>)?),\s*$/;
-  let diffAliases = null;
-  const island = document.getElementById("layout-aliases");
-  if (island) {
-    try { diffAliases = JSON.parse(island.textContent); } catch (e) { diffAliases = null; }
+  // A diff page has one #layout-aliases; a comparison page's row previews each carry their own
+  // (data-layout-aliases on .row-preview), since each row diffs a different pair of passes.
+  const parsed = new WeakMap();
+  function aliasesFor(cell) {
+    const preview = cell.closest(".row-preview");
+    const holder = preview || document.getElementById("layout-aliases");
+    if (!holder) return null;
+    if (!parsed.has(holder)) {
+      let value = null;
+      try { value = JSON.parse(preview ? preview.dataset.layoutAliases || "null" : holder.textContent); } catch (e) { value = null; }
+      parsed.set(holder, value);
+    }
+    return parsed.get(holder);
   }
 
   function textBefore(element, container) {
@@ -44,10 +54,11 @@
       const match = attr && TYPE.exec(textBefore(use, code));
       return match ? url(attr, match) : null;
     }
-    if (!diffAliases) return null;
     const token = event.target.closest("td.c span");
     if (!token || !/^#[\w$-]+$/.test(token.textContent)) return null;
     const cell = token.closest("td.c");
+    const diffAliases = aliasesFor(cell);
+    if (!diffAliases) return null;
     const sign = cell.querySelector(".sg");
     const side = sign ? (sign.textContent === "-" ? "a" : "b") : (cell.cellIndex <= 1 ? "a" : "b");
     const attr = (diffAliases[side] || {})[token.textContent.slice(1)];

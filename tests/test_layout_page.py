@@ -113,3 +113,31 @@ def test_json_requires_attr_and_shape(client):
 
 def test_fixture_note_exists():
     assert Path(FIXTURES / "layouts" / "triton39_layouts.json.gz.note").read_text().startswith("triton39")
+
+
+def test_a_linear_layout_that_xors_coordinates_is_refused_as_triton_does(client):
+    """Triton 3.9 refuses this #ttg.linear when parsing it ("LinearEncodingAttr requires a permutation
+    matrix layout after removing broadcast bases": checked with triton._C.libtriton.ir.parse_mlir_module);
+    the same layout with register basis [0, 1] in place of [1, 1] is accepted, and drawn here."""
+    lanes = "lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]], block = []}>"
+    xor = "#ttg.linear<{register = [[1, 1], [0, 2], [0, 4], [16, 0], [32, 0]], " + lanes
+    r = client.get("/-/layout.json", params={"attr": xor, "shape": "64x64"})
+    assert r.status_code == 400 and "permutation matrix" in r.json()["error"]
+    ok = xor.replace("[[1, 1], [0, 2]", "[[0, 1], [0, 2]")
+    assert client.get("/-/layout.json", params={"attr": ok, "shape": "64x64"}).status_code == 200
+
+
+@pytest.mark.parametrize("version,instr,ok", [
+    (1, [16, 16, 16], True), (1, [16, 16, 32], False), (2, [16, 16, 32], True), (2, [16, 16, 4], False),
+    (3, [16, 16, 4], True), (3, [16, 16, 128], True), (3, [16, 16, 16], False), (3, [32, 32, 16], False),
+    (2, [16, 32, 16], False)])
+def test_wmma_instruction_shapes_are_tritons(client, version, instr, ok):
+    """Which wmma instrShapes Triton 3.9 admits, asked of it with
+    gluon_ir.GluonOpBuilder.get_amd_wmma_layout + to_linear_layout (the rest fail its verifier with
+    "invalid WMMA vN instruction shape"): every result tile is 16x16, K varies by version."""
+    attr = (f"#ttg.amd_wmma<{{version = {version}, ctaLayout = {{warp = [[1, 0]]}}, isTranspose = false, "
+            f"instrShape = {instr}}}>")
+    r = client.get("/-/layout.json", params={"attr": attr, "shape": "64x64"})
+    assert (r.status_code == 200) == ok, r.text
+    if not ok:
+        assert f"invalid WMMA v{version} instruction shape" in r.json()["error"]

@@ -9,8 +9,18 @@ from app.layouts.errors import LayoutError
 from app.layouts.linear import LinearLayout, log2, out_names
 
 
-def _mfma_tile(mdim: int, transposed: bool, bits: int | None) -> tuple[list, list]:
+def _mfma_tile(mdim: int, ndim: int, transposed: bool, bits: int | None) -> tuple[list, list]:
     """(register, lane) bases of one mfma output tile as (M, N) offsets."""
+    if (mdim, ndim) == (64, 4):
+        if not transposed:
+            raise LayoutError("a 64x4 amd_mfma must be transposed (Triton asserts so)")
+        return [(0, 1), (0, 2)], [(1, 0), (2, 0), (4, 0), (8, 0), (16, 0), (32, 0)]
+    if (mdim, ndim) == (4, 64):
+        if transposed:
+            return [(0, 1), (0, 2)], [(1, 0), (2, 0), (0, 4), (0, 8), (0, 16), (0, 32)]
+        return [(1, 0), (2, 0)], [(0, 1), (0, 2), (0, 4), (0, 8), (0, 16), (0, 32)]
+    if mdim != ndim:
+        raise LayoutError(f"amd_mfma with a {mdim}x{ndim} output tile is not drawn here")
     if mdim == 32:
         regs, lanes = [(1, 0), (2, 0), (8, 0), (16, 0)], [(0, 1), (0, 2), (0, 4), (0, 8), (0, 16), (4, 0)]
     elif mdim == 16 and bits == 64:
@@ -31,10 +41,10 @@ def mfma(params: dict, shape: list[int]) -> LinearLayout:
     rank = len(wpc)
     check_shape(shape, rank, "the amd_mfma layout")
     instr = int_list(params, "instrShape")
-    if instr[0] != instr[1]:
-        raise LayoutError(f"amd_mfma instrShape {instr} is not drawn here")
-    mdim = instr[0]
-    regs, lanes = _mfma_tile(mdim, bool(params.get("isTransposed")), params.get("elementBitWidth"))
+    if len(instr) < 2:
+        raise LayoutError(f"amd_mfma instrShape {instr} needs M and N")
+    mdim, ndim = instr[0], instr[1]
+    regs, lanes = _mfma_tile(mdim, ndim, bool(params.get("isTransposed")), params.get("elementBitWidth"))
     tiles = params.get("tilesPerWarp", [1] * rank)
     if len(tiles) != rank:
         raise LayoutError("tilesPerWarp does not match the rank")
@@ -44,7 +54,7 @@ def mfma(params: dict, shape: list[int]) -> LinearLayout:
 
     m, n = rank - 2, rank - 1
     tile_size = [1] * rank
-    tile_size[m] = tile_size[n] = mdim
+    tile_size[m], tile_size[n] = mdim, ndim
     reg_bases = [vec(m, a) if a else vec(n, b) for a, b in regs]
     lane_bases = [vec(m, a) if a else vec(n, b) for a, b in lanes]
     cta_shape = shape_per_cta(params, shape)
@@ -107,6 +117,10 @@ _WMMA_TILES = {  # (register, lane) bases of a 16x16 wmma result as (M, N) offse
 }
 
 
+_WMMA_SHAPES = {1: [[16, 16, 16]], 2: [[16, 16, 16], [16, 16, 32]],
+                3: [[16, 16, 4], [16, 16, 32], [16, 16, 64], [16, 16, 128]]}
+
+
 def _wmma_parts(params: dict) -> tuple[int, list, list, int]:
     version = params.get("version")
     if version not in (1, 2, 3):
@@ -121,8 +135,10 @@ def _wmma_parts(params: dict) -> tuple[int, list, list, int]:
         if not isinstance(b, list) or len(b) != rank:
             raise LayoutError("amd_wmma ctaLayout bases disagree on the rank")
     instr = params.get("instrShape", [16, 16, 16])
-    if instr[:2] != [16, 16]:
-        raise LayoutError(f"amd_wmma instrShape {instr} is not drawn here")
+    if not isinstance(instr, list) or [*instr] not in _WMMA_SHAPES[version]:
+        # Triton 3.9's verifier: every wmma result tile is 16x16; only K varies by version.
+        raise LayoutError(f"invalid WMMA v{version} instruction shape {instr} (Triton 3.9 accepts "
+                          f"{', '.join(map(str, _WMMA_SHAPES[version]))})")
     return version, warp, regs, rank
 
 

@@ -52,11 +52,12 @@ def _cost(src: str, dst: str, shape: tuple[int, ...], bits: int, target: str) ->
         return None
 
 
-def convert_costs(lines: Iterable[str]) -> list[dict]:
-    """[{"line", "kind", "label", "shape", "dtype", "src", "dst", ...}] in text order."""
+def convert_costs(lines: Iterable[str], default_target: str = "") -> list[dict]:
+    """[{"line", "kind", "label", "shape", "dtype", "src", "dst", "target", ...}] in text order. The
+    module's `ttg.target` sizes scratch; ``default_target`` (the compilation's) where it has none."""
     aliases: dict[str, str] = {}
     found: list[dict] = []
-    target = ""
+    target = default_target or ""
     for number, line in enumerate(lines, 1):
         if line.startswith("module"):
             t = _TARGET.search(line)
@@ -86,7 +87,7 @@ def convert_costs(lines: Iterable[str]) -> list[dict]:
         if cost is None:
             continue
         found.append({"line": number, "kind": cost["kind"], "label": LABELS[cost["kind"]], "shape": list(shape),
-                      "dtype": m.group(2).strip(), "src": src, "dst": dst,
+                      "dtype": m.group(2).strip(), "src": src, "dst": dst, "target": target or None,
                       "scratch_bytes": cost["scratch_bytes"],
                       "scratch_bytes_at_most": cost.get("scratch_bytes_at_most")})
         if len(found) >= MAX_CONVERSIONS:

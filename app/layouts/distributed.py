@@ -58,6 +58,13 @@ def linear(params: dict, shape: list[int]) -> LinearLayout:
     """LinearEncodingAttr::toLinearLayout: fit the given bases to the shape along the register order."""
     bases, rank = linear_bases(params, ("register", "lane", "warp", "block"))
     check_shape(shape, rank, "the linear layout")
+    # Triton 3.9's verifier: every basis is zero (a broadcast) or a single bit of one dimension, so
+    # no distributed layout XORs coordinates (those are shared_linear's, for swizzled memory).
+    for name, vecs in bases.items():
+        for v in vecs:
+            if sum(1 for x in v if x) > 1:
+                raise LayoutError(f"{name} basis {v} mixes dimensions: Triton requires a linear layout to be "
+                                  "a permutation matrix after removing broadcast bases")
     names = out_names(rank)
     ll = LinearLayout.from_bases(bases, names)
     order = order_per_dim(ll, "register", matrix_order(rank))

@@ -5,7 +5,8 @@ optimalSwizzlingLdSt (read at triton-lang/triton 014546ac), which splits the swi
 
 On NVIDIA targets Triton also weighs ldmatrix/stmatrix tiles (getSrcDstTiles, optimalSwizzling with
 tiles): tiled_scratch_bytes. Bases are flattened as Triton's flattenOuts does
-(dim0 most minor). Layouts whose register bases are not single bits are not handled (None).
+(dim0 most minor). Bases are single bits: Triton 3.9 admits no other distributed layout
+(LinearEncodingAttr's verifier, mirrored in distributed.linear), so the None paths are defensive.
 """
 
 from __future__ import annotations
@@ -149,8 +150,9 @@ def _tiles(bitwidth: int, ldmatrix: bool, stmatrix: bool) -> tuple[list, list]:
 
 
 def _lane_images(a: LinearLayout, b: LinearLayout) -> list[dict[str, int]]:
-    """b.invertAndCompose(a) restricted to a's lane bits: where each lands in b's hardware."""
-    return composed(a, b)["lane"]
+    """b.invertAndCompose(a) restricted to b's lane bits: where each of b's lanes lands in a's
+    hardware (indexed by b's lane, as optimalSwizzlingTile reads it: cvt.getBasis(kLane, idxB, ...))."""
+    return composed(b, a)["lane"]
 
 
 def _tile_vbasis(a: LinearLayout, b: LinearLayout, n_reg_a: int, n_reg_b: int, tile_a, tile_b):

@@ -326,6 +326,7 @@ def compare_row(request: Request, spec: str, row: str, session: SessionDep, urls
             "view": "split",
             "rows_url": urls.diff(a_side.id, b_side.id) + "/rows" + page_options.query(),
             "expand_step": diffs.EXPAND_STEP,
+            "layout_aliases": diffs.layout_aliases(result),
         }
         return cache_response(request, session, runs, HTMLResponse(_render_block("row_preview", context)))
     return cache_response(request, session, runs, HTMLResponse(_render_block("row_status", context)))

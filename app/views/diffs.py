@@ -492,13 +492,14 @@ def _page_model(
         "a_lines": len(result.a_lines),
         "b_lines": len(result.b_lines),
         "hidden_ignored": _ignored_summary(result),
-        "layout_aliases": _layout_aliases(result),
+        "layout_aliases": layout_aliases(result),
     }
 
 
-def _layout_aliases(result: DiffResult) -> Markup | None:
+def layout_aliases(result: DiffResult) -> Markup | None:
     """Each side's drawable layout aliases (expanded), for layout-link.js: a click on an alias in a
-    tensor type opens the layout inspector at that shape."""
+    tensor type opens the layout inspector at that shape. Also shipped with each comparison row's
+    preview (app/views/compare.py), whose two sides have their own aliases."""
     sides = {side: drawable(alias_definitions(lines)) for side, lines in (("a", result.a_lines),
                                                                            ("b", result.b_lines))}
     if not any(sides.values()):
@@ -515,4 +516,4 @@ def _ignored_summary(result: DiffResult) -> int:
     return count
 
 
-__all__ = ["diff_cache", "hunks_json", "page_data", "parse_options", "router"]
+__all__ = ["diff_cache", "hunks_json", "layout_aliases", "page_data", "parse_options", "router"]

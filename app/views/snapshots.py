@@ -529,7 +529,7 @@ def _ir_fields(
             for item in matched
         ],
     }
-    fields["conversions"] = _conversions(rendered, load_text)
+    fields["conversions"] = _conversions(rendered, load_text, compilation.target or "")
     fields["conversion_counts"] = summary(fields["conversions"])
     if full:
         fields["text"] = load_text() or ""
@@ -537,14 +537,15 @@ def _ir_fields(
     return fields
 
 
-def _conversions(rendered: render.Analysis, load_text: render.TextLoader) -> list[dict[str, Any]]:
-    """Each ttg.convert_layout with what its lowering costs (app/layouts/cvt_costs.py)."""
+def _conversions(rendered: render.Analysis, load_text: render.TextLoader, target: str) -> list[dict[str, Any]]:
+    """Each ttg.convert_layout with what its lowering costs (app/layouts/cvt_costs.py); the
+    compilation's target sizes scratch where the module names none."""
     if rendered.kind != "mlir":
         return []
     text = load_text() or ""
     if "convert_layout" not in text:
         return []
-    return convert_costs(io.StringIO(text))
+    return convert_costs(io.StringIO(text), target)
 
 
 def _ir_page(

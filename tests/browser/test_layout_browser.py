@@ -4,6 +4,7 @@ navigated with the keyboard, shared by its link."""
 from __future__ import annotations
 
 import re
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
@@ -125,4 +126,57 @@ def test_convert_layout_lines_show_their_cost(server_url, matmul, browser_page, 
     first.locator("a", has_text="draw").click()
     expect(page).to_have_url(re.compile(r"/-/layout\?attr=.*&to="))
     expect(page.locator(".layout-cvt")).to_contain_text("round trip through shared memory")
+    assert page_errors == []
+
+
+# A use on side B (the split table's fourth cell) of an alias in `aliases`, inside a tensor type.
+B_SIDE_USE = """([selector, aliases]) => {
+  for (const use of document.querySelectorAll(selector)) {
+    const cell = use.closest("td.c");
+    if (!cell || cell.cellIndex !== 3 || !aliases.includes(use.textContent.slice(1))) continue;
+    const range = document.createRange();
+    range.setStart(cell, 0);
+    range.setEndBefore(use);
+    const match = /tensor<((?:\\d+x)+)[^,<>]*, $/.exec(range.toString());
+    if (!match) continue;
+    use.setAttribute("data-test-use", "1");
+    return [use.textContent.slice(1), match[1].slice(0, -1)];
+  }
+  return null;
+}"""
+ALIAS_LINE = re.compile(r"^#([\w$-]+) = (#ttg\.blocked<.*>)$", re.MULTILINE)
+
+
+def test_clicking_an_alias_in_a_comparison_preview_opens_that_sides_layout(server_url, browser_page, page_errors):
+    """Two autotune configs: a row's preview holds aliases with the same name and different
+    layouts on the two sides; a click on side B's use opens B's layout, not A's."""
+    run = upload_via_api(server_url, corpus_archive("gpu_autotune"), title="layout compare test")
+    matmuls = [c for c in run["compilations"] if c["kernel"] == "matmul_kernel"]
+    a_id, b_id = (f"{run['run']}-{c['id']}" for c in (matmuls[0], matmuls[-1]))
+    data = httpx.get(f"{server_url}/compare/{a_id}..{b_id}.json", timeout=60).json()
+    page = browser_page
+    page.goto(f"{server_url}/compare/{a_id}..{b_id}?context=all")
+    for k, row in enumerate(data["pairs"]):
+        if row["identical"] or row["a"] is None or row["b"] is None:
+            continue
+        a_defs, b_defs = ({name: attr for name, attr in ALIAS_LINE.findall(
+            httpx.get(f"{server_url}{Urls().snapshot_raw(run['run'], c['id'], row[side])}", timeout=60).text)}
+            for c, side in ((matmuls[0], "a"), (matmuls[-1], "b")))
+        differing = sorted(name for name in b_defs if name in a_defs and a_defs[name] != b_defs[name])
+        if not differing:
+            continue
+        page.locator(f"#r{k} .preview-toggle").click()
+        expect(page.locator(f"#r{k} + tr.preview-row table.diff-table")).to_be_visible()
+        found = page.evaluate(B_SIDE_USE, [f"#r{k} + tr.preview-row td.c span", differing])
+        if found:
+            break
+        page.locator(f"#r{k} .preview-toggle").click()
+    else:
+        pytest.fail("no comparison row shows a B-side use of an alias whose layout differs between the sides")
+    name, shape = found
+    page.locator("[data-test-use]").click()
+    expect(page).to_have_url(re.compile(r"/-/layout\?attr=.*&shape=" + shape))
+    attr = parse_qs(urlsplit(page.url).query)["attr"][0]
+    assert attr == b_defs[name] and attr != a_defs[name]
+    expect(page.locator("#layout-grid g.cell").first).to_be_visible()
     assert page_errors == []
