@@ -16,11 +16,11 @@ from sqlalchemy import select, true
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
-from app import render
+from app import blob_facts, render
 from app.compare import Pair, PassStep, align, first_divergence
 from app.compilation_data import compilation_data
 from app.highlight.hwops import GROUPS
-from app.models import Artifact, Blob, Compilation, Run, Snapshot
+from app.models import Artifact, Compilation, Run, Snapshot
 from app.queries import iso_time
 from app.urls import Urls, compilation_id, parse_compilation_id, snapshot_id
 
@@ -125,20 +125,12 @@ def pair_dicts(a: Side, b: Side, pairs: list[Pair], urls: Urls, query: str = "")
 def op_counts(session: Session, snapshots: list[Snapshot]) -> dict[str, dict[str, int]]:
     """Op-group counts per distinct blob of these snapshots (cached by hash in app.render)."""
     counts: dict[str, dict[str, int]] = {}
-    prefetch_blobs(session, {snapshot.blob for snapshot in snapshots})
+    blob_facts.warm(session, [snapshot.blob for snapshot in snapshots])
     for snapshot in snapshots:
         digest = snapshot.blob
         if digest not in counts:
             counts[digest] = render.ops_counts(digest, lambda digest=digest: render.blob_reader.text(session, digest))
     return counts
-
-
-def prefetch_blobs(session: Session, digests: set[str]) -> None:
-    """Load these blob rows in one query: the reader's per-blob lookups then find them in the
-    session instead of asking the database ~80 times (a third of a cold compare page)."""
-    listed = sorted(digests)
-    for start in range(0, len(listed), 500):
-        session.scalars(select(Blob).where(Blob.hash.in_(listed[start:start + 500]))).all()
 
 
 # --------------------------------------------------------------------------- the summary
