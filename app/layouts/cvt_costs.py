@@ -11,8 +11,11 @@ from functools import lru_cache
 
 from app.layouts.aliases import expand
 from app.layouts.conversion import conversion
+from app.layouts.convert import to_linear_layout
 from app.layouts.errors import LayoutError
+from app.layouts.linear import LinearLayout
 from app.layouts.mapping import DTYPE_BITS
+from app.layouts.parse import Encoding, parse_encoding
 
 _DEF = re.compile(r"#([A-Za-z_][\w$-]*) = (#[A-Za-z_]\w*\.\w+.*)$")
 _CVT = re.compile(r"(?:ttg|triton_gpu)\.convert_layout %[\w#.]+ : tensor<((?:\d+x)+)([^,<>]*(?:<[^<>]*>)?), ")
@@ -44,10 +47,23 @@ def _bits(elem: str) -> int:
     return DTYPE_BITS.get(elem, 32)
 
 
+@lru_cache(maxsize=1024)
+def _linear(encoding: str, shape: tuple[int, ...]) -> LinearLayout:
+    """An encoding's layout over a shape, built once: a text's conversions share a few encodings,
+    and parsing and building them was half of a cold compilation page's conversion costs.
+    (Layouts are not changed by their readers, so one object can serve every conversion.)"""
+    return to_linear_layout(_parsed(encoding), list(shape))
+
+
+@lru_cache(maxsize=1024)
+def _parsed(encoding: str) -> Encoding:
+    return parse_encoding(encoding)
+
+
 @lru_cache(maxsize=4096)
 def _cost(src: str, dst: str, shape: tuple[int, ...], bits: int, target: str) -> dict | None:
     try:
-        return conversion(src, dst, list(shape), bits, target)
+        return conversion(_linear(src, shape), _linear(dst, shape), list(shape), bits, target)
     except LayoutError:
         return None
 
