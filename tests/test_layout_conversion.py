@@ -115,3 +115,21 @@ def test_compilation_and_snapshot_pages_count_conversions(tmp_path):
         assert sum(1 for c in snap["conversions"] if c["kind"] == "shared") == n
         html_page = client.get(with_shared[0]["url"], headers={"accept": "text/html"}).text
         assert 'data-cvt-kind="shared"' in html_page and "/-/layout?attr=" in html_page and "&amp;to=" in html_page
+
+
+def test_per_pass_counts_match_the_full_costs():
+    """counts_by_kind (the compilation page's per-pass counts) skips sizing the scratch but must
+    count the same kinds as the conversion list, on every TTGIR of two corpus captures."""
+    from app.layouts.cvt_costs import counts_by_kind
+
+    checked = 0
+    for name in ("sm90_mix", "gfx942_mix"):
+        with tarfile.open(corpus_archive(name), "r:xz") as tar:
+            for member in tar:
+                if not member.name.endswith(".ttgir"):
+                    continue
+                text = tar.extractfile(member).read().decode()
+                expected = {item["kind"]: item["count"] for item in summary(convert_costs(text.splitlines()))}
+                assert counts_by_kind(f"test:{name}:{member.name}", lambda text=text: text) == expected
+                checked += bool(expected)
+    assert checked

@@ -6,11 +6,11 @@ from __future__ import annotations
 import io
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 from app.layouts.aliases import expand
-from app.layouts.conversion import conversion
+from app.layouts.conversion import conversion, conversion_kind
 from app.layouts.convert import to_linear_layout
 from app.layouts.errors import LayoutError
 from app.layouts.linear import LinearLayout
@@ -68,11 +68,12 @@ def _cost(src: str, dst: str, shape: tuple[int, ...], bits: int, target: str) ->
         return None
 
 
-def convert_costs(lines: Iterable[str]) -> list[dict]:
-    """[{"line", "kind", "label", "shape", "dtype", "src", "dst", ...}] in text order."""
+def _conversions(lines: Iterable[str]) -> Iterator[tuple[int, str, str, tuple[int, ...], str, str]]:
+    """Each convert_layout as (line number, source, destination, shape, element type, target), its
+    encodings with aliases expanded; at most MAX_CONVERSIONS."""
     aliases: dict[str, str] = {}
-    found: list[dict] = []
     target = ""
+    found = 0
     for number, line in enumerate(lines, 1):
         if line.startswith("module"):
             t = _TARGET.search(line)
@@ -97,17 +98,34 @@ def convert_costs(lines: Iterable[str]) -> list[dict]:
             src, dst = expand(src_text, aliases), expand(_encoding(rest, d.end()), aliases)
         except LayoutError:
             continue
-        shape = tuple(int(x) for x in m.group(1).split("x") if x)
-        cost = _cost(src, dst, shape, _bits(m.group(2)), target)
+        yield number, src, dst, tuple(int(x) for x in m.group(1).split("x") if x), m.group(2), target
+        found += 1
+        if found >= MAX_CONVERSIONS:
+            break
+
+
+def convert_costs(lines: Iterable[str]) -> list[dict]:
+    """[{"line", "kind", "label", "shape", "dtype", "src", "dst", ...}] in text order."""
+    found: list[dict] = []
+    for number, src, dst, shape, dtype, target in _conversions(lines):
+        cost = _cost(src, dst, shape, _bits(dtype), target)
         if cost is None:
             continue
         found.append({"line": number, "kind": cost["kind"], "label": LABELS[cost["kind"]], "shape": list(shape),
-                      "dtype": m.group(2).strip(), "src": src, "dst": dst,
+                      "dtype": dtype.strip(), "src": src, "dst": dst,
                       "scratch_bytes": cost["scratch_bytes"],
                       "scratch_bytes_at_most": cost.get("scratch_bytes_at_most")})
-        if len(found) >= MAX_CONVERSIONS:
-            break
     return found
+
+
+@lru_cache(maxsize=4096)
+def _kind(src: str, dst: str, shape: tuple[int, ...]) -> str | None:
+    """A conversion's kind alone: what the per-pass counts need, without sizing its scratch
+    (most of a cold compilation page's conversion time)."""
+    try:
+        return conversion_kind(_linear(src, shape), _linear(dst, shape))
+    except LayoutError:
+        return None
 
 
 def summary(costs: list[dict]) -> list[dict]:
@@ -130,8 +148,8 @@ def counts_by_kind(digest: str, load_text) -> dict[str, int]:
     text = load_text() or ""
     counts: dict[str, int] = {}
     if "convert_layout" in text:
-        for item in summary(convert_costs(io.StringIO(text))):
-            counts[item["kind"]] = item["count"]
+        kinds = Counter(_kind(src, dst, shape) for _n, src, dst, shape, _t, _g in _conversions(io.StringIO(text)))
+        counts = {kind: kinds[kind] for kind in ("shared", "shuffles", "registers", "none") if kinds[kind]}
     if len(_COUNTS) >= _COUNTS_MAX:
         _COUNTS.pop(next(iter(_COUNTS)))
     _COUNTS[digest] = counts
