@@ -38,6 +38,7 @@ FINAL_STAGES = (
 REGISTER_KEYS = ("n_regs", "n_spills", "num_regs", "num_spills", "n_max_threads")
 _AMDGCN_COUNT = re.compile(r"^\s*-?\s*\.((?:v|s|a)gpr(?:_spill)?_count):\s*(\d+)\s*$", re.MULTILINE)
 CANDIDATES_FROM_OTHER_RUNS = 20
+_LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
 
 class CompareNotFound(Exception):
@@ -245,23 +246,36 @@ def final_stage_differences(a_stages: dict, b_stages: dict) -> list[dict[str, An
 
 
 def _config(compilation: Compilation) -> dict[str, Any]:
-    """What sets one autotune variant apart: launch options, and constexprs where the metadata has them."""
+    """What sets one autotune variant apart: the constexprs (block sizes...) where the metadata has
+    them, then the launch options. A traced compilation (app/traces.py) carries its autotune
+    `config`; cache metadata its `constants`, or block sizes as keys of their own."""
     metadata = compilation.metadata_json or {}
     config: dict[str, Any] = {}
-    for key in ("num_warps", "num_stages", "num_ctas"):
-        value = getattr(compilation, key)
+    for source in (metadata.get("config"), metadata.get("constants")):
+        if isinstance(source, dict):
+            for name, value in source.items():
+                if name not in _LAUNCH_OPTIONS:
+                    config.setdefault(str(name), value)
+    for name, value in metadata.items():  # block sizes recorded as keys of their own (BLOCK_M, ...)
+        if isinstance(name, str) and name.upper().startswith("BLOCK"):
+            config.setdefault(name, value)
+    for key in _LAUNCH_OPTIONS:
+        value = getattr(compilation, key, None)
+        if value is None:
+            value = metadata.get(key)
+            if value is None and isinstance(metadata.get("config"), dict):
+                value = metadata["config"].get(key)
         if value is not None:
             config[key] = value
-    if metadata.get("maxnreg") is not None:
-        config["maxnreg"] = metadata["maxnreg"]
-    constants = metadata.get("constants")
-    if isinstance(constants, dict):
-        for name, value in constants.items():
-            config[str(name)] = value
-    for name, value in metadata.items():  # block sizes recorded as keys of their own (BLOCK_M, ...)
-        if isinstance(name, str) and name.upper().startswith("BLOCK") and name not in config:
-            config[name] = value
     return config
+
+
+def _autotune(compilation: Compilation) -> dict[str, Any] | None:
+    """Whether the autotuner picked this config, where a traced compilation says (app/traces.py)."""
+    autotune = (compilation.metadata_json or {}).get("autotune")
+    if not isinstance(autotune, dict):
+        return None
+    return {key: autotune[key] for key in ("winner", "best") if key in autotune} or None
 
 
 def run_variants(session: Session, run: Run, urls: Urls) -> list[dict[str, Any]]:
@@ -316,6 +330,7 @@ def run_variants(session: Session, run: Run, urls: Urls) -> list[dict[str, Any]]
                     "url": urls.compilation(compilation.run_id, compilation.ordinal),
                     "status": compilation.status,
                     "config": _config(compilation),
+                    "autotune": _autotune(compilation),
                     "passes": len(mine),
                     "departs": departs,
                     "identical_to_first": position > 0 and departs is None,

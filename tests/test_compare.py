@@ -352,3 +352,32 @@ def test_compare_with_respects_who_may_see_a_run(tmp_path):
             assert client.get(f"/compare/{cid(mine, 1)}..{cid(other, 1)}.json").status_code == 200
     finally:
         database.dispose()
+
+
+def test_variants_of_a_traced_autotune_show_its_block_sizes(tmp_path):
+    """A tritonparse trace (tests/fixtures/tritonparse, real H100 capture) stores each autotune
+    config's constexprs: the variants table shows the block size beside num_warps/num_stages, and
+    marks the config the autotuner picked."""
+    trace = FIXTURES / "tritonparse" / "launches_h100_triton36.ndjson.gz"
+    url = fresh_db_url(tmp_path)
+    database = Database(url)
+    try:
+        run = ingest_paths(database, [trace])
+        with database.session() as session:
+            stored = {c.ordinal: c.metadata_json for c in session.get(Run, run["run"]).compilations}
+    finally:
+        database.dispose()
+    with TestClient(create_app(Settings(db_url=url, load_demo=False, data_dir=tmp_path))) as client:
+        data = get_json(client, f"/runs/{run['run']}.json")
+        groups = {g["kernel"]: g for g in data["variants"]}
+        axpy = groups["axpy_kernel"]
+        assert axpy["config_keys"][0] == "BLOCK" and {"num_warps", "num_stages"} <= set(axpy["config_keys"])
+        for v in axpy["variants"]:
+            config = stored[v["id"]]["config"]
+            assert v["config"]["BLOCK"] == config["BLOCK"]
+            assert v["config"]["num_warps"] == config["num_warps"]
+            assert v["autotune"]["winner"] == stored[v["id"]]["autotune"]["winner"]
+        assert [v["autotune"]["winner"] for v in axpy["variants"]].count(True) == 1
+        page = client.get(f"/runs/{run['run']}").text
+        section = page[page.index('id="variants"'):]
+        assert '<span class="faint">BLOCK</span>=' in section and "picked" in section
