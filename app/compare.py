@@ -14,10 +14,11 @@ stored text) wins, so a pass repeated on both sides pairs with its twin rather t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Pair", "PassStep", "align", "first_divergence", "fold", "pairable"]
+__all__ = ["Effect", "Pair", "PassStep", "align", "effects", "first_divergence", "first_effect_divergence", "fold",
+           "pairable"]
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,56 @@ def _align_middle(
 def first_divergence(pairs: Sequence[Pair]) -> int | None:
     """The first row whose two sides differ (a one-side-only pass counts), or None."""
     return next((k for k, pair in enumerate(pairs) if not pair.identical), None)
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What one pass did to the IR on one side: whether its output is another text than its input,
+    and how each op group's count moved (non-zero moves only, sorted)."""
+
+    changed: bool
+    ops: tuple[tuple[str, int], ...]
+
+
+def effects(steps: Sequence[PassStep], ops: Sequence[Mapping[str, int]]) -> list[Effect | None]:
+    """Each snapshot's pass's effect: an `after` dump against the snapshot before it, a `before`
+    dump's next snapshot against it; None where that neighbour is missing (the first `after` dump,
+    the last `before` one). `ops` are the snapshots' op-group counts."""
+    found: list[Effect | None] = []
+    for i, step in enumerate(steps):
+        before, after = (i - 1, i) if step.when == "after" else (i, i + 1)
+        if before < 0 or after >= len(steps):
+            found.append(None)
+            continue
+        moves = {key: ops[after].get(key, 0) - ops[before].get(key, 0) for key in set(ops[before]) | set(ops[after])}
+        found.append(Effect(steps[before].blob != steps[after].blob,
+                            tuple(sorted((key, move) for key, move in moves.items() if move))))
+    return found
+
+
+def first_effect_divergence(
+    pairs: Sequence[Pair], a: Sequence[Effect | None], b: Sequence[Effect | None]
+) -> tuple[int, str] | None:
+    """The first row whose pass did something different on the two sides, and how: "only_a" or
+    "only_b" (one side's pass changed the IR, the other's left it as it was), "ops" (both changed
+    it, but op-group counts moved differently), "only_in_a" / "only_in_b" (a pass that changed the
+    IR on the one side that ran it). Unlike first_divergence, texts that already differ (another
+    block size, a constexpr) do not count while each pass does the same to both. None: none found.
+    """
+    for k, pair in enumerate(pairs):
+        if pair.a is None or pair.b is None:
+            effect = a[pair.a] if pair.a is not None else b[pair.b]  # type: ignore[index]
+            if effect is not None and effect.changed:
+                return k, "only_in_a" if pair.a is not None else "only_in_b"
+            continue
+        x, y = a[pair.a], b[pair.b]
+        if x is None or y is None:
+            continue
+        if x.changed != y.changed:
+            return k, "only_a" if x.changed else "only_b"
+        if x.changed and x.ops != y.ops:
+            return k, "ops"
+    return None
 
 
 def fold(differs: Sequence[bool], context: int) -> list[tuple[str, int, int]]:

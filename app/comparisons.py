@@ -16,11 +16,11 @@ from sqlalchemy import select, true
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
-from app import render
+from app import blob_facts, render
 from app.compare import Pair, PassStep, align, first_divergence
 from app.compilation_data import compilation_data
 from app.highlight.hwops import GROUPS
-from app.models import Artifact, Blob, Compilation, Run, Snapshot
+from app.models import Artifact, Compilation, Run, Snapshot
 from app.queries import iso_time
 from app.urls import Urls, compilation_id, parse_compilation_id, snapshot_id
 
@@ -38,6 +38,7 @@ FINAL_STAGES = (
 REGISTER_KEYS = ("n_regs", "n_spills", "num_regs", "num_spills", "n_max_threads")
 _AMDGCN_COUNT = re.compile(r"^\s*-?\s*\.((?:v|s|a)gpr(?:_spill)?_count):\s*(\d+)\s*$", re.MULTILINE)
 CANDIDATES_FROM_OTHER_RUNS = 20
+_LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
 
 class CompareNotFound(Exception):
@@ -125,20 +126,12 @@ def pair_dicts(a: Side, b: Side, pairs: list[Pair], urls: Urls, query: str = "")
 def op_counts(session: Session, snapshots: list[Snapshot]) -> dict[str, dict[str, int]]:
     """Op-group counts per distinct blob of these snapshots (cached by hash in app.render)."""
     counts: dict[str, dict[str, int]] = {}
-    prefetch_blobs(session, {snapshot.blob for snapshot in snapshots})
+    blob_facts.warm(session, [snapshot.blob for snapshot in snapshots])
     for snapshot in snapshots:
         digest = snapshot.blob
         if digest not in counts:
             counts[digest] = render.ops_counts(digest, lambda digest=digest: render.blob_reader.text(session, digest))
     return counts
-
-
-def prefetch_blobs(session: Session, digests: set[str]) -> None:
-    """Load these blob rows in one query: the reader's per-blob lookups then find them in the
-    session instead of asking the database ~80 times (a third of a cold compare page)."""
-    listed = sorted(digests)
-    for start in range(0, len(listed), 500):
-        session.scalars(select(Blob).where(Blob.hash.in_(listed[start:start + 500]))).all()
 
 
 # --------------------------------------------------------------------------- the summary
@@ -253,23 +246,36 @@ def final_stage_differences(a_stages: dict, b_stages: dict) -> list[dict[str, An
 
 
 def _config(compilation: Compilation) -> dict[str, Any]:
-    """What sets one autotune variant apart: launch options, and constexprs where the metadata has them."""
+    """What sets one autotune variant apart: the constexprs (block sizes...) where the metadata has
+    them, then the launch options. A traced compilation (app/traces.py) carries its autotune
+    `config`; cache metadata its `constants`, or block sizes as keys of their own."""
     metadata = compilation.metadata_json or {}
     config: dict[str, Any] = {}
-    for key in ("num_warps", "num_stages", "num_ctas"):
-        value = getattr(compilation, key)
+    for source in (metadata.get("config"), metadata.get("constants")):
+        if isinstance(source, dict):
+            for name, value in source.items():
+                if name not in _LAUNCH_OPTIONS:
+                    config.setdefault(str(name), value)
+    for name, value in metadata.items():  # block sizes recorded as keys of their own (BLOCK_M, ...)
+        if isinstance(name, str) and name.upper().startswith("BLOCK"):
+            config.setdefault(name, value)
+    for key in _LAUNCH_OPTIONS:
+        value = getattr(compilation, key, None)
+        if value is None:
+            value = metadata.get(key)
+            if value is None and isinstance(metadata.get("config"), dict):
+                value = metadata["config"].get(key)
         if value is not None:
             config[key] = value
-    if metadata.get("maxnreg") is not None:
-        config["maxnreg"] = metadata["maxnreg"]
-    constants = metadata.get("constants")
-    if isinstance(constants, dict):
-        for name, value in constants.items():
-            config[str(name)] = value
-    for name, value in metadata.items():  # block sizes recorded as keys of their own (BLOCK_M, ...)
-        if isinstance(name, str) and name.upper().startswith("BLOCK") and name not in config:
-            config[name] = value
     return config
+
+
+def _autotune(compilation: Compilation) -> dict[str, Any] | None:
+    """Whether the autotuner picked this config, where a traced compilation says (app/traces.py)."""
+    autotune = (compilation.metadata_json or {}).get("autotune")
+    if not isinstance(autotune, dict):
+        return None
+    return {key: autotune[key] for key in ("winner", "best") if key in autotune} or None
 
 
 def run_variants(session: Session, run: Run, urls: Urls) -> list[dict[str, Any]]:
@@ -324,6 +330,7 @@ def run_variants(session: Session, run: Run, urls: Urls) -> list[dict[str, Any]]
                     "url": urls.compilation(compilation.run_id, compilation.ordinal),
                     "status": compilation.status,
                     "config": _config(compilation),
+                    "autotune": _autotune(compilation),
                     "passes": len(mine),
                     "departs": departs,
                     "identical_to_first": position > 0 and departs is None,

@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app import render
+from app import blob_facts, render
 from app.models import Compilation
 from app.op_search import first_seen, indexed
 from app.pass_charts import pass_charts
@@ -18,11 +18,13 @@ from app.urls import Urls
 def compilation_data(session: Session, compilation: Compilation, urls: Urls) -> dict[str, Any]:
     """The compilation's detail (snapshots, files, metadata, launches), its op index's first
     appearances and its per-pass charts."""
+    snapshots = list(compilation.snapshots)
+    blob_facts.warm(session, [snapshot.blob for snapshot in snapshots])
     data = compilation_detail(session, compilation, urls)
     data["first_seen"] = first_seen(session, compilation, urls)
     data["op_indexed"] = indexed(session, compilation)
     data["charts"] = pass_charts(
-        list(compilation.snapshots), data["snapshots"],
+        snapshots, data["snapshots"],
         lambda digest: (lambda: render.blob_reader.text(session, digest)),
     )
     return data

@@ -203,6 +203,13 @@ def table(results: dict) -> str:
                 f"{_fmt_s(stats['ttfb_p50'])} / {_fmt_s(stats['ttfb_p95'])}",
                 f"{stats['ttfb_p50'] / base_stats['ttfb_p50']:.1f}× compilation page", target,
             ))
+        base_cold, cold = baseline["cold"], page["cold"]
+        if "cpu_p50" in cold and "cpu_p50" in base_cold:
+            rows.append(("compilation page, cold, server CPU time p50 / p95",
+                         f"{_fmt_s(base_cold['cpu_p50'])} / {_fmt_s(base_cold['cpu_p95'])}", "1× (baseline)", ""))
+            rows.append(("compare two compilations, cold, server CPU time p50 / p95",
+                         f"{_fmt_s(cold['cpu_p50'])} / {_fmt_s(cold['cpu_p95'])}",
+                         f"{cold['cpu_p50'] / base_cold['cpu_p50']:.1f}× compilation page", "≤ 300 ms"))
     for name, entry in results.get("throughput", {}).items():
         rows.append((f"cached {name}, 32 clients ({entry['tool']})",
                      f"{entry['rps']:.0f} req/s, {entry['errors']} errors", "", "≥ 500 req/s, 0 errors"))

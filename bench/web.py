@@ -4,6 +4,7 @@ cached-page throughput with 32 clients, and time until Chromium shows the larges
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import shutil
 import sqlite3
@@ -198,25 +199,64 @@ def measure_latency(db_path: Path, targets: Targets, rounds: int = 3, warm_repea
     return [latency.summary() for latency in sets]
 
 
+def _server_pid() -> int | None:
+    """The `irlens serve` this process started (its only child while a bench server runs), on Linux."""
+    me = os.getpid()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == me:
+            return int(stat.parent.name)
+    return None
+
+
+def _cpu_seconds(pid: int | None) -> float | None:
+    """CPU time of all the process's threads (schedstat: nanoseconds on a CPU), or None off Linux."""
+    if pid is None:
+        return None
+    total = 0
+    for path in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            total += int(path.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / 1e9
+
+
 def measure_compare(db_path: Path, targets: Targets, rounds: int = 3, warm_repeats: int = 10) -> list[dict]:
     """The compare page of two ~80-pass compilations, cold and warm, beside the baseline it is read
     against: a compilation page of ~80 passes (one side's pass list and op counts), in the same
-    fresh servers. No compilation appears in two of these pages, so each first request is cold."""
+    fresh servers. No compilation appears in two of these pages, so each first request is cold.
+    Cold pages also record the server's CPU time per request: on the shared 2-core machine the
+    wall time swings with other people's load, the CPU time much less."""
     import httpx
 
     sets = [Latency("compilation page ~80 passes"), Latency("compare ~80 passes")]
+    cpu: list[list[float]] = [[], []]
     urls = [targets.compilations, targets.compares]
     for _ in range(rounds):
         with serve(db_path) as base, httpx.Client(base_url=base, timeout=120) as client:
+            pid = _server_pid()
             fetch(client, targets.warmup)
-            for latency, paths in zip(sets, urls):
+            for latency, paths, spent in zip(sets, urls, cpu):
                 for path in paths:
+                    before = _cpu_seconds(pid)
                     latency.cold.append(fetch(client, path))
+                    after = _cpu_seconds(pid)
+                    if before is not None and after is not None:
+                        spent.append(after - before)
             for latency, paths in zip(sets, urls):
                 for _ in range(warm_repeats):
                     for path in paths:
                         latency.warm.append(fetch(client, path))
-    return [latency.summary() for latency in sets]
+    summaries = [latency.summary() for latency in sets]
+    for summary, spent in zip(summaries, cpu):
+        if spent:
+            summary["cold"]["cpu_p50"] = percentile(spent, 0.5)
+            summary["cold"]["cpu_p95"] = percentile(spent, 0.95)
+    return summaries
 
 
 # -- throughput -------------------------------------------------------------------------------------

@@ -352,3 +352,81 @@ def test_compare_with_respects_who_may_see_a_run(tmp_path):
             assert client.get(f"/compare/{cid(mine, 1)}..{cid(other, 1)}.json").status_code == 200
     finally:
         database.dispose()
+
+
+def test_variants_of_a_traced_autotune_show_its_block_sizes(tmp_path):
+    """A tritonparse trace (tests/fixtures/tritonparse, real H100 capture) stores each autotune
+    config's constexprs: the variants table shows the block size beside num_warps/num_stages, and
+    marks the config the autotuner picked."""
+    trace = FIXTURES / "tritonparse" / "launches_h100_triton36.ndjson.gz"
+    url = fresh_db_url(tmp_path)
+    database = Database(url)
+    try:
+        run = ingest_paths(database, [trace])
+        with database.session() as session:
+            stored = {c.ordinal: c.metadata_json for c in session.get(Run, run["run"]).compilations}
+    finally:
+        database.dispose()
+    with TestClient(create_app(Settings(db_url=url, load_demo=False, data_dir=tmp_path))) as client:
+        data = get_json(client, f"/runs/{run['run']}.json")
+        groups = {g["kernel"]: g for g in data["variants"]}
+        axpy = groups["axpy_kernel"]
+        assert axpy["config_keys"][0] == "BLOCK" and {"num_warps", "num_stages"} <= set(axpy["config_keys"])
+        for v in axpy["variants"]:
+            config = stored[v["id"]]["config"]
+            assert v["config"]["BLOCK"] == config["BLOCK"]
+            assert v["config"]["num_warps"] == config["num_warps"]
+            assert v["autotune"]["winner"] == stored[v["id"]]["autotune"]["winner"]
+        assert [v["autotune"]["winner"] for v in axpy["variants"]].count(True) == 1
+        page = client.get(f"/runs/{run['run']}").text
+        section = page[page.index('id="variants"'):]
+        assert '<span class="faint">BLOCK</span>=' in section and "picked" in section
+
+
+def _effect(snaps: list[dict], ops: dict[str, dict], i: int | None):
+    """Oracle for one pass's effect, from the compilation page's JSON: (changed, op-group moves)."""
+    if i is None:
+        return None
+    before, after = (i - 1, i) if snaps[i]["when"] == "after" else (i, i + 1)
+    if before < 0 or after >= len(snaps):
+        return None
+    x, y = ops[snaps[before]["blob"]], ops[snaps[after]["blob"]]
+    moves = {key: y.get(key, 0) - x.get(key, 0) for key in set(x) | set(y)}
+    return snaps[before]["blob"] != snaps[after]["blob"], {key: move for key, move in moves.items() if move}
+
+
+@pytest.mark.parametrize("pair", [("gpu_autotune", 1, "gpu_autotune", 3), ("old_3.1_sm90", 1, "sm90_mix", 1)])
+def test_first_pass_whose_effect_differs(site, pair):
+    """Real pairs differ from their first dump (constexprs, another front end), so first_divergence
+    is row 0; the summary also names the first row whose pass did something else on each side."""
+    client, runs = site
+    a_run, a_ord, b_run, b_ord = runs[pair[0]], pair[1], runs[pair[2]], pair[3]
+    if pair[0] != pair[2]:
+        b_ord = next((c["id"] for c in b_run["compilations"]
+                      if c["kernel"] == next(x["kernel"] for x in a_run["compilations"] if x["id"] == a_ord)), None)
+        if b_ord is None:
+            pytest.skip("no compilation of the same kernel")
+    data = get_json(client, f"/compare/{cid(a_run, a_ord)}..{cid(b_run, b_ord)}.json")
+    a_snaps, b_snaps = data["a"]["snapshots"], data["b"]["snapshots"]
+    a_ops = {a_snaps[r["a"]]["blob"]: r["a_ops"] for r in data["pairs"] if r["a"] is not None}
+    b_ops = {b_snaps[r["b"]]["blob"]: r["b_ops"] for r in data["pairs"] if r["b"] is not None}
+    expected = None
+    for k, row in enumerate(data["pairs"]):
+        x, y = _effect(a_snaps, a_ops, row["a"]), _effect(b_snaps, b_ops, row["b"])
+        if row["a"] is None or row["b"] is None:
+            one = x or y
+            if one is not None and one[0]:
+                expected = (k, "only_in_a" if row["a"] is not None else "only_in_b")
+                break
+        elif x is not None and y is not None and (x[0] != y[0] or (x[0] and x[1] != y[1])):
+            expected = (k, ("only_a" if x[0] else "only_b") if x[0] != y[0] else "ops")
+            break
+    found = data["summary"]["first_effect_divergence"]
+    assert expected is not None and (found["row"], found["reason"]) == expected
+    assert found["row"] > data["first_divergence"] == 0
+    for side, change in (("a", found["a_change"]), ("b", found["b_change"])):
+        if change and change["diff_url"]:
+            diff = get_json(client, change["diff_url"].split("?")[0] + ".json")
+            assert diff["identical"] is False and diff["a"]["index"] == change["from"] and diff["b"]["index"] == change["to"]
+    page = client.get(f"/compare/{cid(a_run, a_ord)}..{cid(b_run, b_ord)}").text
+    assert "First pass whose effect differs" in page and f'href="#r{found["row"]}"' in page

@@ -145,3 +145,21 @@ def test_a_conversion_split_over_ctas_is_left_unsized():
     split = ", CGALayout = [[1, 0]]}>"
     cost = conversion(one.replace("}>", split), other.replace("}>", split), [64, 64], 16, "cuda:90")
     assert cost["kind"] == "shared" and cost["scratch_bytes"] is None and cost["scratch_bytes_at_most"] == 8192
+
+
+def test_per_pass_counts_match_the_full_costs():
+    """counts_by_kind (the compilation page's per-pass counts) skips sizing the scratch but must
+    count the same kinds as the conversion list, on every TTGIR of two corpus captures."""
+    from app.layouts.cvt_costs import counts_by_kind
+
+    checked = 0
+    for name in ("sm90_mix", "gfx942_mix"):
+        with tarfile.open(corpus_archive(name), "r:xz") as tar:
+            for member in tar:
+                if not member.name.endswith(".ttgir"):
+                    continue
+                text = tar.extractfile(member).read().decode()
+                expected = {item["kind"]: item["count"] for item in summary(convert_costs(text.splitlines()))}
+                assert counts_by_kind(f"test:{name}:{member.name}", lambda text=text: text) == expected
+                checked += bool(expected)
+    assert checked

@@ -67,13 +67,15 @@ def _mixed_transpositions(src: LinearLayout, dst: LinearLayout) -> int:
     return sum(1 for image in composed(src, dst)["register"] if image["lane"])
 
 
-def conversion(src: Encoding | str, dst: Encoding | str, shape: list[int], dtype_bits: int,
+def conversion(src: Encoding | str | LinearLayout, dst: Encoding | str | LinearLayout, shape: list[int], dtype_bits: int,
                target: str = "") -> dict:
     """{"kind", "scratch_bytes", ...}. A trip through shared memory is sized as Triton's swizzling does
     (app/layouts/scratch.py): plain loads/stores on AMD, ldmatrix/stmatrix tiles too on NVIDIA.
     ``scratch_bytes`` is null where no target is given or the tensor is split over CTAs;
     ``scratch_bytes_at_most`` always bounds it (the tensor once)."""
-    s, d = to_linear_layout(src, shape), to_linear_layout(dst, shape)
+    # a caller converting many pairs may pass layouts it already built (app/layouts/cvt_costs.py)
+    s = src if isinstance(src, LinearLayout) else to_linear_layout(src, shape)
+    d = dst if isinstance(dst, LinearLayout) else to_linear_layout(dst, shape)
     kind = conversion_kind(s, d)
     out: dict = {"kind": kind, "crosses": minimal_dims(s, d)}
     if kind == "shared":

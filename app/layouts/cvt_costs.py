@@ -6,13 +6,16 @@ from __future__ import annotations
 import io
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 from app.layouts.aliases import expand
-from app.layouts.conversion import conversion
+from app.layouts.conversion import conversion, conversion_kind
+from app.layouts.convert import to_linear_layout
 from app.layouts.errors import LayoutError
+from app.layouts.linear import LinearLayout
 from app.layouts.mapping import DTYPE_BITS
+from app.layouts.parse import Encoding, parse_encoding
 
 _DEF = re.compile(r"#([A-Za-z_][\w$-]*) = (#[A-Za-z_]\w*\.\w+.*)$")
 _CVT = re.compile(r"(?:ttg|triton_gpu)\.convert_layout %[\w#.]+ : tensor<((?:\d+x)+)([^,<>]*(?:<[^<>]*>)?), ")
@@ -44,20 +47,36 @@ def _bits(elem: str) -> int:
     return DTYPE_BITS.get(elem, 32)
 
 
+@lru_cache(maxsize=1024)
+def _linear(encoding: str, shape: tuple[int, ...]) -> LinearLayout:
+    """An encoding's layout over a shape, built once: a text's conversions share a few encodings,
+    and parsing and building them was half of a cold compilation page's conversion costs.
+    (Layouts are not changed by their readers, so one object can serve every conversion.)"""
+    return to_linear_layout(_parsed(encoding), list(shape))
+
+
+@lru_cache(maxsize=1024)
+def _parsed(encoding: str) -> Encoding:
+    return parse_encoding(encoding)
+
+
 @lru_cache(maxsize=4096)
 def _cost(src: str, dst: str, shape: tuple[int, ...], bits: int, target: str) -> dict | None:
     try:
-        return conversion(src, dst, list(shape), bits, target)
+        return conversion(_linear(src, shape), _linear(dst, shape), list(shape), bits, target)
     except LayoutError:
         return None
 
 
-def convert_costs(lines: Iterable[str], default_target: str = "") -> list[dict]:
-    """[{"line", "kind", "label", "shape", "dtype", "src", "dst", "target", ...}] in text order. The
-    module's `ttg.target` sizes scratch; ``default_target`` (the compilation's) where it has none."""
+def _conversions(
+    lines: Iterable[str], default_target: str = "",
+) -> Iterator[tuple[int, str, str, tuple[int, ...], str, str]]:
+    """Each convert_layout as (line number, source, destination, shape, element type, target), its
+    encodings with aliases expanded; at most MAX_CONVERSIONS. The module's `ttg.target` is the
+    target; ``default_target`` (the compilation's) where it names none."""
     aliases: dict[str, str] = {}
-    found: list[dict] = []
     target = default_target or ""
+    found = 0
     for number, line in enumerate(lines, 1):
         if line.startswith("module"):
             t = _TARGET.search(line)
@@ -82,17 +101,35 @@ def convert_costs(lines: Iterable[str], default_target: str = "") -> list[dict]:
             src, dst = expand(src_text, aliases), expand(_encoding(rest, d.end()), aliases)
         except LayoutError:
             continue
-        shape = tuple(int(x) for x in m.group(1).split("x") if x)
-        cost = _cost(src, dst, shape, _bits(m.group(2)), target)
+        yield number, src, dst, tuple(int(x) for x in m.group(1).split("x") if x), m.group(2), target
+        found += 1
+        if found >= MAX_CONVERSIONS:
+            break
+
+
+def convert_costs(lines: Iterable[str], default_target: str = "") -> list[dict]:
+    """[{"line", "kind", "label", "shape", "dtype", "src", "dst", "target", ...}] in text order. The
+    module's `ttg.target` sizes scratch; ``default_target`` (the compilation's) where it has none."""
+    found: list[dict] = []
+    for number, src, dst, shape, dtype, target in _conversions(lines, default_target):
+        cost = _cost(src, dst, shape, _bits(dtype), target)
         if cost is None:
             continue
         found.append({"line": number, "kind": cost["kind"], "label": LABELS[cost["kind"]], "shape": list(shape),
-                      "dtype": m.group(2).strip(), "src": src, "dst": dst, "target": target or None,
+                      "dtype": dtype.strip(), "src": src, "dst": dst, "target": target or None,
                       "scratch_bytes": cost["scratch_bytes"],
                       "scratch_bytes_at_most": cost.get("scratch_bytes_at_most")})
-        if len(found) >= MAX_CONVERSIONS:
-            break
     return found
+
+
+@lru_cache(maxsize=4096)
+def _kind(src: str, dst: str, shape: tuple[int, ...]) -> str | None:
+    """A conversion's kind alone: what the per-pass counts need, without sizing its scratch
+    (most of a cold compilation page's conversion time)."""
+    try:
+        return conversion_kind(_linear(src, shape), _linear(dst, shape))
+    except LayoutError:
+        return None
 
 
 def summary(costs: list[dict]) -> list[dict]:
@@ -115,8 +152,8 @@ def counts_by_kind(digest: str, load_text) -> dict[str, int]:
     text = load_text() or ""
     counts: dict[str, int] = {}
     if "convert_layout" in text:
-        for item in summary(convert_costs(io.StringIO(text))):
-            counts[item["kind"]] = item["count"]
+        kinds = Counter(_kind(src, dst, shape) for _n, src, dst, shape, _t, _g in _conversions(io.StringIO(text)))
+        counts = {kind: kinds[kind] for kind in ("shared", "shuffles", "registers", "none") if kinds[kind]}
     if len(_COUNTS) >= _COUNTS_MAX:
         _COUNTS.pop(next(iter(_COUNTS)))
     _COUNTS[digest] = counts

@@ -19,7 +19,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from sqlalchemy.orm import Session
 
 from app import render
-from app.compare import Pair, align, first_divergence, fold
+from app.compare import Effect, Pair, align, effects, first_divergence, first_effect_divergence, fold
 from app.comparisons import (
     CompareNotFound,
     Side,
@@ -108,6 +108,9 @@ def page_data(session: Session, a: Side, b: Side, options: CompareOptions, urls:
         row["stage"] = (left or right).stage  # type: ignore[union-attr]
         row["row_url"] = urls.compare_row(a.id, b.id, k) if left is not None and right is not None else None
     divergence = first_divergence(pairs)
+    a_effects = effects(a.steps, [a_ops[s.blob] for s in a.snapshots])
+    b_effects = effects(b.steps, [b_ops[s.blob] for s in b.snapshots])
+    effect_divergence = first_effect_divergence(pairs, a_effects, b_effects)
     a_stages, b_stages = final_stages(session, a), final_stages(session, b)
     url = urls.compare(a.id, b.id)
     return {
@@ -121,6 +124,8 @@ def page_data(session: Session, a: Side, b: Side, options: CompareOptions, urls:
             "identical": sum(1 for pair in pairs if pair.identical),
             "differing": sum(1 for pair in pairs if pair.a is not None and pair.b is not None and not pair.identical),
             "first_divergence": _divergence(pairs, rows, divergence, a, b),
+            "first_effect_divergence": _effect_divergence(
+                pairs, rows, effect_divergence, (a, a_effects), (b, b_effects), urls, diff_query),
             "only_a": [_only(k, row, "a") for k, row in enumerate(rows) if row["b"] is None],
             "only_b": [_only(k, row, "b") for k, row in enumerate(rows) if row["a"] is None],
             "options": option_differences(a, b),
@@ -158,6 +163,46 @@ def _divergence(pairs: list[Pair], rows: list[dict], k: int | None, a: Side, b: 
         "diff_url": row["diff_url"],
         "after_a": ran_before(a, pair.a),
         "after_b": ran_before(b, pair.b),
+    }
+
+
+def _effect_divergence(
+    pairs: list[Pair], rows: list[dict], found: tuple[int, str] | None,
+    a: tuple[Side, list[Effect | None]], b: tuple[Side, list[Effect | None]], urls: Urls, query: str,
+) -> dict[str, Any] | None:
+    """The first row whose pass did something different on each side (app.compare's
+    first_effect_divergence), with each side's change: its own before/after diff and op-group moves."""
+    if found is None:
+        return None
+    k, reason = found
+    pair, row = pairs[k], rows[k]
+
+    def change(side: Side, side_effects: list[Effect | None], index: int | None) -> dict[str, Any] | None:
+        if index is None or side_effects[index] is None:
+            return None
+        effect = side_effects[index]
+        before, after = (index - 1, index) if side.snapshots[index].when == "after" else (index, index + 1)
+        run, ordinal = side.compilation.run_id, side.compilation.ordinal
+        return {
+            "changed": effect.changed,
+            "ops": dict(effect.ops),
+            "from": before,
+            "to": after,
+            "diff_url": urls.diff(snapshot_id(run, ordinal, before), snapshot_id(run, ordinal, after)) + query
+            if effect.changed else None,
+        }
+
+    return {
+        "row": k,
+        "reason": reason,
+        "pass": row["pass"],
+        "pass_arg": row["pass_arg"],
+        "when": row["when"],
+        "a": pair.a,
+        "b": pair.b,
+        "diff_url": row["diff_url"],
+        "a_change": change(a[0], a[1], pair.a),
+        "b_change": change(b[0], b[1], pair.b),
     }
 
 

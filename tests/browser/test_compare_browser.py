@@ -91,3 +91,22 @@ def test_identical_compilations_fold_away_and_unfold_in_place(server_url, autotu
     page.wait_for_url("**ssa=1**")
     expect(page.locator('a.chk[data-option="ssa"]')).to_have_attribute("aria-checked", "true")
     assert page_errors == []
+
+
+def test_first_pass_whose_effect_differs_links_to_its_row(server_url, autotune_runs, browser_page, page_errors):
+    """Two autotune configs differ from their first dump; the summary's second line names the
+    first pass that did something different, and its link selects that row."""
+    page = browser_page
+    run = autotune_runs[0]
+    matmuls = [c["id"] for c in run["compilations"] if c["kernel"] == "matmul_kernel"]
+    path = f"/compare/{run['run']}-{matmuls[0]}..{run['run']}-{matmuls[1]}"
+    data = httpx.get(f"{server_url}{path}.json").json()
+    found = data["summary"]["first_effect_divergence"]
+    assert data["first_divergence"] == 0 and found["row"] > 0
+    page.goto(f"{server_url}{path}")
+    line = page.locator(".first-effect")
+    expect(line).to_contain_text("First pass whose effect differs")
+    line.locator(f'a[data-goto="{found["row"]}"]').click()
+    assert selected_row(page) == f"r{found['row']}"
+    expect(page.locator(f"#r{found['row']}")).to_be_visible()
+    assert page_errors == []
