@@ -141,7 +141,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         from app.main import create_app
 
-        status, text = asyncio.run(_get_once(create_app(settings), args.get))
+        status, text = asyncio.run(_get_once(create_app(settings, background=False), args.get))
         sys.stdout.write(text)
         if not text.endswith("\n"):
             sys.stdout.write("\n")

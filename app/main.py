@@ -47,7 +47,7 @@ def load_demo(db: Database, limits: Limits) -> str | None:
         return run.id
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, background: bool = True) -> FastAPI:
     settings = settings or Settings()
 
     @asynccontextmanager
@@ -57,9 +57,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.load_demo:
             load_demo(app.state.db, app.state.limits)
         retention = start_retention(app.state.db, settings.retention_days)
-        map_prep = start_map_prep(app.state.db)
+        # one in-process request (`serve --get`) does no background work
+        map_prep = start_map_prep(app.state.db) if background else None
         yield
-        map_prep.cancel()
+        if map_prep:
+            map_prep.cancel()
         if retention:
             retention.cancel()
         app.state.db.dispose()

@@ -45,6 +45,8 @@ def prepare_run(db: Database, run_id: str, attempts: int = 3) -> None:
                 if run is None:  # deleted meanwhile
                     return
                 line_index.index_run(session, run_id)
+                # read the stats again, locked: the op index's backfill may have written them meanwhile
+                session.refresh(run, with_for_update=True)
                 run.stats = {**(run.stats or {}), MARK: 1}
                 session.commit()
                 return
