@@ -30,7 +30,7 @@ from parsers.loc import LlvmLocations, llvm_by_node_applies, llvm_lines_by_node,
 FACTS = "facts"
 _HAS_METADATA, _NEEDS_METADATA, _BY_NODE = 1, 2, 4
 _NO_TABLE = LlvmLocations("")
-_TABLES = render._SizedLRU(max_bytes=64 << 20, max_items=64)  # metadata digest -> LlvmLocations
+_TABLES = render.SizedLRU(max_bytes=64 << 20, max_items=64)  # metadata digest -> LlvmLocations
 
 
 class Entry:

@@ -14,11 +14,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.render import _SizedLRU
+from app.render import SizedLRU
 from parsers.loc import resolve
 
 TextLoader = Callable[[], str | None]
-_OPS = _SizedLRU(max_bytes=32 << 20, max_items=10_000)
+_OPS = SizedLRU(max_bytes=32 << 20, max_items=10_000)
 MAX_OPS_SHOWN = 12  # ops listed per snapshot (a Python line can become hundreds after unrolling)
 
 _OP_LINE = re.compile(r' *(?:(%[^=]*?) = )?"?([a-z_][\w$]*\.[\w$.]*\w)')

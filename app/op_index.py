@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from functools import lru_cache
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.blobs import BlobReader, insert_rows
-from app.highlight.hwops import _LINE_OP, descriptor_group, inline_asm_groups, text_target
+from app.highlight.hwops import descriptor_group, inline_asm_groups, op_group, text_target
 from app.models import Compilation, CompilationTerm, OpTerm, Run, Snapshot
 
 VERSION = 1  # recorded in Run.stats["op_index"]; a run without it is indexed by `irlens index --backfill`
@@ -40,13 +39,6 @@ _LAYOUT = re.compile(rb"#(?:ttg|triton_gpu|ttng|triton_nvidia_gpu|amdg|amdgpu|tr
 _DIALECT_ALIASES = (
     ("ttg.", "triton_gpu."), ("ttng.", "triton_nvidia_gpu."), ("amdg.", "amdgpu."), ("nvg.", "nvgpu."),
 )
-
-
-@lru_cache(maxsize=4096)
-def op_group(token: str) -> str | None:
-    """The hwops group of an op (for llvm.call_intrinsic, its `llvm.call_intrinsic "llvm.x"` form)."""
-    match = _LINE_OP.match(token)
-    return match.lastgroup if match is not None else None
 
 
 def blob_terms(body: bytes) -> frozenset[str]:

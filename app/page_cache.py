@@ -47,11 +47,11 @@ class CachedPage:
     gzipped: bytes | None
 
 
-def page_cache(request: Request) -> render._SizedLRU:
+def page_cache(request: Request) -> render.SizedLRU:
     state = request.app.state
     cache = getattr(state, "page_cache", None)
     if cache is None:
-        cache = state.page_cache = render._SizedLRU(max_bytes=PAGE_CACHE_BYTES, max_items=100_000)
+        cache = state.page_cache = render.SizedLRU(max_bytes=PAGE_CACHE_BYTES, max_items=100_000)
     return cache
 
 

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from app.op_index import FIRST_OP, OP, op_group
-from app.render import _SizedLRU
+from app.highlight.hwops import op_group
+from app.op_index import FIRST_OP, OP
+from app.render import SizedLRU
 
 TextLoader = Callable[[], str | None]
-_MEASURES = _SizedLRU(max_bytes=8 << 20, max_items=100_000)
+_MEASURES = SizedLRU(max_bytes=8 << 20, max_items=100_000)
 DIALECTS_SHOWN = 6
 # A pass whose output has this many times more (or fewer) lines than its input, and at least
 # MIN_LINES_DELTA lines more or fewer, is an outlier: it blew the IR up or shrank it.

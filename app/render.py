@@ -246,7 +246,7 @@ def layout_dict(layout: Layout) -> dict[str, Any]:
 # --------------------------------------------------------------------------- the cache
 
 
-class _SizedLRU:
+class SizedLRU:
     """An LRU bounded by the total size of its values (and by a count), safe across threads."""
 
     def __init__(self, max_bytes: int, max_items: int) -> None:
@@ -285,11 +285,11 @@ class _SizedLRU:
             self.bytes = 0
 
 
-_SOURCES = _SizedLRU(max_bytes=32 << 20, max_items=256)
-_OPS = _SizedLRU(max_bytes=16 << 20, max_items=100_000)
-_INDEXES = _SizedLRU(max_bytes=64 << 20, max_items=4096)
-_ANALYSES = _SizedLRU(max_bytes=256 << 20, max_items=1024)
-_PAGES = _SizedLRU(max_bytes=384 << 20, max_items=8192)
+_SOURCES = SizedLRU(max_bytes=32 << 20, max_items=256)
+_OPS = SizedLRU(max_bytes=16 << 20, max_items=100_000)
+_INDEXES = SizedLRU(max_bytes=64 << 20, max_items=4096)
+_ANALYSES = SizedLRU(max_bytes=256 << 20, max_items=1024)
+_PAGES = SizedLRU(max_bytes=384 << 20, max_items=8192)
 
 
 def clear_caches() -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = [
     "GROUPS",
@@ -230,6 +231,13 @@ _NVIDIA_DESCRIPTOR_TYPE = re.compile(rf"!{_TTNG}\.tensordesc\w*")  # im2col: TMA
 _TARGET = re.compile(rf'"?{_TTG}\.target"?[ \t]*=[ \t]*"([^"\n]*)"')
 _CUDA = re.compile(r"cuda:(\d+)")
 _TDM_TARGET = re.compile(r"hip:gfx125\d")
+
+
+@lru_cache(maxsize=4096)
+def op_group(token: str) -> str | None:
+    """The group of one op name (for llvm.call_intrinsic, its `llvm.call_intrinsic "llvm.x"` form)."""
+    match = _LINE_OP.match(token)
+    return match.lastgroup if match is not None else None
 
 
 def text_target(text: str) -> str | None:
