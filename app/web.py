@@ -23,6 +23,12 @@ templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
 templates.env.globals["csrf_token"] = csrf_token  # every state-changing form: {{ csrf_token(request) }}
 
 
+def render_block(template_name: str, block: str, context: dict) -> str:
+    """One named block of a page template, for an htmx swap of that part alone."""
+    template = templates.env.get_template(template_name)
+    return "".join(template.blocks[block](template.new_context(context)))
+
+
 def warm_up() -> None:
     """Compile every template now: compiling them took ~240 ms, which the first request for each
     kind of page after a start paid (the first snapshot page of a fresh server: 267 ms against 149)."""

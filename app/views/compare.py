@@ -38,7 +38,7 @@ from app.page_cache import cache_response, cached_response
 from app.urls import Urls, parse_compilation_id, parse_int, snapshot_id
 from app.views import diffs
 from app.views.diff_rows import PageOptions, RowRenderer, page_pieces, parse_options
-from app.web import SessionDep, UrlsDep, templates
+from app.web import SessionDep, UrlsDep, render_block, templates
 
 router = APIRouter()
 
@@ -273,11 +273,6 @@ def _not_found(request: Request, urls: Urls, message: str, wants_json: bool, sta
     )
 
 
-def _render_block(block: str, context: dict[str, Any]) -> str:
-    template = templates.env.get_template("compare.html")
-    return "".join(template.blocks[block](template.new_context(context)))
-
-
 @router.get("/compare")
 def compare_pick(request: Request, urls: UrlsDep) -> Response:
     """The variants table's form: `?a=RUN-ORDINAL&b=RUN-ORDINAL` → the comparison's page."""
@@ -307,7 +302,7 @@ def compare_page(request: Request, spec: str, session: SessionDep, urls: UrlsDep
         return cache_response(request, session, runs, JSONResponse(data, headers=headers))
     context = _context(request, urls, data, _page_model(data, options, urls, a, b))
     if request.headers.get("hx-request") == "true":
-        response: Response = HTMLResponse(_render_block("main", context), headers=headers)
+        response: Response = HTMLResponse(render_block("compare.html", "main", context), headers=headers)
     else:
         response = templates.TemplateResponse(request, "compare.html", context, headers=headers)
     return cache_response(request, session, runs, response)
@@ -373,8 +368,8 @@ def compare_row(request: Request, spec: str, row: str, session: SessionDep, urls
             "expand_step": diffs.EXPAND_STEP,
             "layout_aliases": diffs.layout_aliases(result),
         }
-        return cache_response(request, session, runs, HTMLResponse(_render_block("row_preview", context)))
-    return cache_response(request, session, runs, HTMLResponse(_render_block("row_status", context)))
+        return cache_response(request, session, runs, HTMLResponse(render_block("compare.html", "row_preview", context)))
+    return cache_response(request, session, runs, HTMLResponse(render_block("compare.html", "row_status", context)))
 
 
 def _diff_side(side: Side, index: int) -> diffs.Side:

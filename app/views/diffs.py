@@ -44,7 +44,7 @@ from app.views.diff_rows import (
     page_pieces,
     parse_options,
 )
-from app.web import SessionDep, UrlsDep, templates
+from app.web import SessionDep, UrlsDep, render_block, templates
 
 router = APIRouter()
 
@@ -301,11 +301,6 @@ def _not_found(request: Request, urls: Urls, message: str, wants_json: bool) -> 
     )
 
 
-def _render_block(block: str, context: dict[str, Any]) -> str:
-    template = templates.env.get_template("diff.html")
-    return "".join(template.blocks[block](template.new_context(context)))
-
-
 @router.get("/diff/{spec}")
 def diff_page(request: Request, spec: str, session: SessionDep, urls: UrlsDep) -> Response:
     cached = cached_response(request, session)
@@ -342,7 +337,7 @@ def diff_page(request: Request, spec: str, session: SessionDep, urls: UrlsDep) -
     }
     headers["Link"] = f'<{json_url}>; rel="alternate"; type="application/json"'
     if htmx:
-        response = HTMLResponse(_render_block("main", context), headers=headers)
+        response = HTMLResponse(render_block("diff.html", "main", context), headers=headers)
     else:
         response = templates.TemplateResponse(request, "diff.html", context, headers=headers)
     return cache_response(request, session, runs, response)
@@ -409,7 +404,7 @@ def diff_rows(request: Request, spec: str, session: SessionDep, urls: UrlsDep) -
         },
         "urls": urls,
     }
-    response = HTMLResponse(_render_block("pieces", context), headers=headers)
+    response = HTMLResponse(render_block("diff.html", "pieces", context), headers=headers)
     return cache_response(request, session, _runs(a, b), response)
 
 
