@@ -73,7 +73,7 @@ def insert_rows(session: Session, table: Table, columns: tuple[str, ...], rows: 
     if dialect.name not in ("sqlite", "postgresql") or not all(c.default.is_scalar for c in missing):
         statement = insert(table)
         if ignore_conflict_on and dialect.name in ("sqlite", "postgresql"):
-            statement = _insert_ignoring_duplicates(session)
+            statement = insert_ignoring(session, table, (ignore_conflict_on,))
         session.execute(statement, [dict(zip(columns, row)) for row in rows])
         return
     if missing:
@@ -100,18 +100,19 @@ def insert_rows(session: Session, table: Table, columns: tuple[str, ...], rows: 
 _BLOB_COLUMNS = ("hash", "size", "codec", "data", "pack")
 
 
-def _insert_ignoring_duplicates(session: Session):
-    """INSERT that skips hashes another ingest stored meanwhile (SQLite and PostgreSQL)."""
+def insert_ignoring(session: Session, model, keys: tuple[str, ...]):
+    """INSERT that skips rows whose `keys` another session stored meanwhile (SQLite and
+    PostgreSQL; a plain INSERT elsewhere)."""
     dialect = session.get_bind().dialect.name
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-        return pg_insert(Blob).on_conflict_do_nothing(index_elements=["hash"])
+        return pg_insert(model).on_conflict_do_nothing(index_elements=list(keys))
     if dialect == "sqlite":
         from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-        return sqlite_insert(Blob).on_conflict_do_nothing(index_elements=["hash"])
-    return insert(Blob)
+        return sqlite_insert(model).on_conflict_do_nothing(index_elements=list(keys))
+    return insert(model)
 
 
 _worker = threading.local()
@@ -199,7 +200,7 @@ class BlobWriter:
             exists = self.session.scalar(select(Blob.hash).where(Blob.hash == digest))
             if exists is None:
                 self.session.execute(
-                    _insert_ignoring_duplicates(self.session),
+                    insert_ignoring(self.session, Blob, ("hash",)),
                     [{"hash": digest, "size": size, "codec": CODEC_ZSTD, "data": compressed, "pack": None}],
                 )
                 self.new_blobs += 1

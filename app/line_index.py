@@ -24,6 +24,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app import render
+from app.blobs import insert_ignoring
 from app.models import Compilation, LineIndex, Snapshot
 from parsers.loc import LlvmLocations, llvm_by_node_applies, llvm_lines_by_node, llvm_node_counts
 
@@ -137,8 +138,10 @@ def indexes_for(session: Session, snapshots: Sequence[Snapshot], *, store: bool 
             entry = shared[id(row)] = Entry(json.loads(row.files) if row.files else {}, row.lines)
         entries.append(entry)
     if added and store:
-        session.add_all(added)
-        session.flush()
+        # A background prep and a map visit may index the same blob at once: the first row stands.
+        columns = ("blob", "context", "flags", "files", "lines")
+        values = [{name: getattr(row, name) for name in columns} for row in added]
+        session.execute(insert_ignoring(session, LineIndex, ("blob", "context")), values)
     return entries
 
 

@@ -14,7 +14,6 @@ import logging
 import threading
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 
 from app import line_index
 from app.db import Database
@@ -37,24 +36,16 @@ def pending_runs(db: Database) -> list[str]:
         return [run_id for run_id, stats in rows if not (stats or {}).get(MARK)]
 
 
-def prepare_run(db: Database, run_id: str, attempts: int = 3) -> None:
-    for attempt in range(attempts):
-        try:
-            with db.session() as session:
-                run = session.get(Run, run_id)
-                if run is None:  # deleted meanwhile
-                    return
-                line_index.index_run(session, run_id)
-                # read the stats again, locked: the op index's backfill may have written them meanwhile
-                session.refresh(run, with_for_update=True)
-                run.stats = {**(run.stats or {}), MARK: 1}
-                session.commit()
-                return
-        except IntegrityError:
-            # Another worker (or a map visit) stored some of the same blobs' rows meanwhile: go
-            # again, which reads theirs and computes only what still lacks.
-            if attempt == attempts - 1:
-                raise
+def prepare_run(db: Database, run_id: str) -> None:
+    with db.session() as session:
+        run = session.get(Run, run_id)
+        if run is None:  # deleted meanwhile
+            return
+        line_index.index_run(session, run_id)  # rows a concurrent visit stored first are kept
+        # read the stats again, locked: the op index's backfill may have written them meanwhile
+        session.refresh(run, with_for_update=True)
+        run.stats = {**(run.stats or {}), MARK: 1}
+        session.commit()
 
 
 def prepare_pending(db: Database) -> int:

@@ -93,3 +93,37 @@ def test_the_server_prepares_each_stored_run_once(tmp_path):
             assert session.scalar(select(func.count()).select_from(LineIndex))
     finally:
         database.dispose()
+
+
+def test_a_visit_and_the_background_prep_may_index_the_same_run_at_once(tmp_path, monkeypatch):
+    """Both read that no index exists, then both store one: the second store keeps the first's rows
+    instead of failing on the primary key (as a map visit did on PostgreSQL during the prep)."""
+    from app import line_index
+
+    database = Database(fresh_db_url(tmp_path))
+    try:
+        run = ingest_paths(database, [FIXTURES / "sm90_add_kernel_dump.log.gz"])
+        compute = line_index._compute
+        raced = []
+
+        def compute_after_the_prep(*args):
+            if not raced:  # the prep runs and commits between this visit's read and its store
+                raced.append(True)
+                map_prep.prepare_run(database, run["run"])
+            return compute(*args)
+
+        monkeypatch.setattr(line_index, "_compute", compute_after_the_prep)
+        with database.session() as session:
+            compilation = session.scalars(select(Compilation)).first()
+            snapshots = list(compilation.snapshots)
+            entries = line_index.indexes_for(session, snapshots)
+            session.commit()
+            assert raced and len(entries) == len(snapshots)
+            stored = session.scalar(select(func.count()).select_from(LineIndex))
+        monkeypatch.setattr(line_index, "_compute", compute)
+        with database.session() as session:
+            again = line_index.indexes_for(session, list(session.scalars(select(Compilation)).first().snapshots))
+            assert [entry.files for entry in again] == [entry.files for entry in entries]
+            assert session.scalar(select(func.count()).select_from(LineIndex)) == stored
+    finally:
+        database.dispose()
