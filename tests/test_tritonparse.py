@@ -3,7 +3,7 @@ stage files tritonparse itself reports, launches become the compilation's launch
 configs stay separate compilations, and traced compilations link to the pass dumps of the same compile.
 
 The fixtures (tests/fixtures/tritonparse, each with a .note) are real: traces recorded on an H100 with
-Triton 3.6, a CPU-only Triton 3.9 trace, their parsed forms, and tritonparse's own example traces. The
+Triton 3.6 and 3.9 (the latter with Triton 3.9's `autotune` event), a CPU-only Triton 3.9 trace, their parsed forms, and tritonparse's own example traces. The
 expectations are read from the trace files here, independently of the parser under test.
 """
 
@@ -38,6 +38,7 @@ TRACE_FILES = [
     "launches_h100_triton36_mapped.ndjson.gz",
     "launches_h100_triton36_sass.ndjson.gz",
     "warm_cache_h100_triton36.ndjson.gz",
+    "launches_h100_triton39.ndjson.gz",
     "compile_only_triton39_cuda_hip.ndjson.gz",
     "compile_only_triton39_cuda_hip_mapped.ndjson.gz",
     "upstream_findhao_triton34.ndjson",
@@ -405,3 +406,29 @@ def test_a_trace_cut_at_any_byte_keeps_exactly_its_whole_records(cut):
     problems = [r for r in records if isinstance(r, tp.TraceProblem)]
     assert len(problems) == (1 if lines[-1] and not tail_is_whole else 0)
     assert all("cut short" in problem.message for problem in problems)
+
+
+def test_triton39_autotune_event_marks_the_best_config_with_its_timings(db):
+    """Triton 3.9's autotuning listener writes an `autotune` event (real H100 trace): each of the
+    autotuned kernel's compilations carries its own timings from it, the best config is the one
+    the program then launched, and the event's session is the compilations' session."""
+    trace = TRACES / "launches_h100_triton39.ndjson.gz"
+    events = trace_events(trace.read_bytes())
+    (event,) = [e for e in events if e["event_type"] == "autotune"]
+    program_launched = {
+        e["compilation_metadata"]["hash"] for e in events
+        if e["event_type"] == "launch" and e["name"] == event["kernel_name"]
+        and not any(f["name"] == "_bench" for f in e["stack"])
+    }
+    run = ingest_paths(db, [trace])
+    tuned = [c for c in stored(db, run["run"]) if c.kernel == event["kernel_name"]]
+    assert len(tuned) == len(event["configs_timings"]) == 2
+    for compilation in tuned:
+        autotune = compilation.metadata_json["autotune"]
+        block = compilation.metadata_json["config"]["BLOCK"]
+        (text,) = [t for t in event["configs_timings"] if t.startswith(f"BLOCK: {block},")]
+        assert autotune["config_text"] == text
+        assert autotune["timings_ms"] == event["configs_timings"][text]
+        assert autotune["best"] == (text == event["best_config"])
+        assert autotune["winner"] == (compilation.metadata_json["hash"] in program_launched)
+    assert [c.metadata_json["autotune"]["best"] for c in tuned].count(True) == 1
