@@ -4,7 +4,8 @@ configs stay separate compilations, and traced compilations link to the pass dum
 
 The fixtures (tests/fixtures/tritonparse, each with a .note) are real: traces recorded on an H100 with
 Triton 3.6 and with Triton 3.9 (whose autotuning listener adds an `autotune` event), a CPU-only
-Triton 3.9 trace, their parsed forms, and tritonparse's own example traces. The expectations are read from the trace files here, independently of the parser under test.
+Triton 3.9 trace, their parsed forms, and tritonparse's own example traces. The expectations are
+read from the trace files here, independently of the parser under test.
 """
 
 from __future__ import annotations
