@@ -202,16 +202,20 @@ def test_the_parsed_trace_names_the_same_autotune_winner(db):
     assert [h for h, won in parsed.items() if won] == [analysis[0]["winner_compilation_hash"]]
 
 
-def test_traced_compilations_link_to_the_pass_dumps_of_the_same_compile(db, tmp_path):
-    """The H100 run with MLIR_ENABLE_DUMP=1: its stderr log, its trace and its cache folder together
+DUMP_RUNS = ["dump_h100_triton36.tar.xz", "dump_h100_triton39.tar.xz"]
+
+
+@pytest.mark.parametrize("capture", DUMP_RUNS)
+def test_traced_compilations_link_to_the_pass_dumps_of_the_same_compile(db, tmp_path, capture):
+    """The H100 runs with MLIR_ENABLE_DUMP=1: the stderr log, the trace and the cache folder together
     make one compilation per compile, each with its passes, its stage files and its launches."""
-    with tarfile.open(TRACES / "dump_h100_triton36.tar.xz") as archive:
+    with tarfile.open(TRACES / capture) as archive:
         trace_member = next(m for m in archive.getmembers() if m.name.endswith(".ndjson"))
         events = trace_events(archive.extractfile(trace_member).read())
     expected = expected_compilations(events)
     launches = launches_by_hash(events)
     for inputs in (["trace", "mlir_dump.stderr.log"], ["trace", "mlir_dump.stderr.log", "cache"]):
-        with tarfile.open(TRACES / "dump_h100_triton36.tar.xz") as archive:
+        with tarfile.open(TRACES / capture) as archive:
             members = [m for m in archive.getmembers() if m.name.split("/")[1:2] and m.name.split("/")[1] in inputs]
             archive.extractall(tmp_path / "-".join(inputs), members=members, filter="data")
         run = ingest_paths(db, [tmp_path / "-".join(inputs)])
@@ -227,8 +231,9 @@ def test_traced_compilations_link_to_the_pass_dumps_of_the_same_compile(db, tmp_
         assert not [w for w in run["warnings"] if "cache" in w["message"]], run["warnings"]
 
 
-def test_a_trace_and_the_cache_it_came_from_make_one_compilation_per_kernel(db, tmp_path):
-    with tarfile.open(TRACES / "dump_h100_triton36.tar.xz") as archive:
+@pytest.mark.parametrize("capture", DUMP_RUNS)
+def test_a_trace_and_the_cache_it_came_from_make_one_compilation_per_kernel(db, tmp_path, capture):
+    with tarfile.open(TRACES / capture) as archive:
         members = [m for m in archive.getmembers() if "/trace" in m.name or "/cache" in m.name]
         archive.extractall(tmp_path, members=members, filter="data")
     run = ingest_paths(db, [tmp_path])
