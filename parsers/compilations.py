@@ -13,9 +13,13 @@ Other pipelines (mlir-opt, IREE, torch-mlir, LLVM's opt/llc/clang -print-after-a
 not Triton's and comes outside any Triton compilation opens a generic compilation, which takes every
 following dump. One command line is one compilation; the next one starts at a module-level dump
 that shows the pipeline starting again: its first dump again (the same pass, when and body: the
-same command run twice into one log), or an LLVM module of another name (`; ModuleID`: another
-input), or a Triton compilation's start. A pipeline that runs its first pass again on the
-transformed IR (opt's verifier, first and last) stays one compilation.
+same command run twice into one log), its first pass again on a module that defines none of the
+functions the compilation's first module defined (another kernel), LLVM IR again after machine
+code (code generation is a pipeline's last phase), an LLVM module of another name (`; ModuleID`:
+another input), or a Triton compilation's start. A log of Triton's LLVM dumps alone
+(LLVM_IR_ENABLE_DUMP=1 without MLIR dumps) is split so, one compilation per compile. A pipeline that
+runs its first pass again on the transformed IR (opt's verifier, first and last) stays one
+compilation.
 
 Each snapshot is compared with the previous dump of the same scope (parsers/scopes.py: the module,
 or one function, loop or op): that one is its `base`, and `changed` says whether the body differs.
@@ -46,6 +50,7 @@ GENERIC_MLIR_STAGE = "mlir"  # a generic pipeline's MLIR dumps: no Triton stage 
 # A Triton dialect op or attribute anywhere in a body: the dump is Triton's, not a generic pipeline's.
 _TRITON_DIALECT = re.compile(rb"(?<![\w.])(?:tt|ttg|ttng|triton_gpu|triton_nvidia_gpu|ttig)\.")
 _LLVM_MODULE_NAME = re.compile(rb'^(?:source_filename = "([^"\n]*)"|; ModuleID = \'([^\'\n]*)\')', re.MULTILINE)
+_MLIR_TRANSLATED = b"LLVMDialectModule"  # the name mlir::translateModuleToLLVMIR gives every module
 _TRIPLE = re.compile(rb'^target triple = "([^"\n]*)"', re.MULTILINE)
 _MLIR_MODULE_NAME = re.compile(rb"^module @([\w$.\-]+|\"[^\"\n]*\")", re.MULTILINE)
 _MLIR_SYMBOL = re.compile(rb"^\s*[\w.]*func(?:\.func)? (?:public |private )?@([\w$.\-]+|\"[^\"\n]*\")\(", re.MULTILINE)
@@ -269,6 +274,8 @@ class CompilationRecord:
     scope_last: dict[str, tuple[int, str]] = field(default_factory=dict)
     last_function: str | None = None
     module_id: bytes | None = None  # a generic LLVM compilation's `; ModuleID`
+    defined: frozenset[bytes] | None = None  # the functions its first LLVM module dump defines
+    machine_code: bool = False  # it has reached code generation (a machine-code dump)
     named_by_module: bool = False  # its name is its module's (else a function's, until a module names it)
 
     def count(self, kind: str) -> int:
@@ -303,7 +310,10 @@ class CompilationGrouper:
         level, name = scopes.level_and_name(header, dump.body)
         current = self._current
         if current is not None and current.generic and not (
-            header.kind == "mlir" and starts_compilation(header, None) and self._facts.kernel(dump.body)
+            # Triton's MLIR dumps never join a generic (or LLVM-only) compilation
+            header.kind == "mlir" and (
+                starts_compilation(header, None) and self._facts.kernel(dump.body) or _is_triton(dump.body)
+            )
         ):
             compilation = current
             if level == scopes.MODULE and _restarts(current, dump, blob, level):
@@ -352,6 +362,7 @@ class CompilationGrouper:
         compilation.snapshots.append(record)
         if compilation.generic:
             _name_generic(compilation, dump.body)
+            compilation.machine_code = compilation.machine_code or level == scopes.MACHINE
         elif compilation.target is None and header.kind == "mlir" and compilation.stage != "ttir":
             compilation.target = target_of(dump.body)
         if dump.header.failed:
@@ -461,11 +472,18 @@ def _restarts(compilation: CompilationRecord, dump: Dump, blob: str, level: str)
     if first and compilation.snapshots and compilation.snapshots[0].blob == blob:
         return True
     if header.kind == "llvm":
+        if compilation.machine_code:
+            return True
         module_id = _module_id(dump.body)
         if module_id is not None:
             if compilation.module_id is not None and module_id != compilation.module_id:
                 return True
             compilation.module_id = module_id
+        defined = frozenset(scopes.defined(dump.body))
+        if compilation.defined is None:
+            compilation.defined = defined
+        elif first and defined and compilation.defined.isdisjoint(defined):
+            return True
     return False
 
 
@@ -482,6 +500,9 @@ def _name_generic(compilation: CompilationRecord, body: bytes) -> None:
     it) the first function the IR defines."""
     if not compilation.named_by_module:
         match = _LLVM_MODULE_NAME.search(body) or _MLIR_MODULE_NAME.search(body)
+        if match is not None and match.group(match.lastindex) == _MLIR_TRANSLATED:
+            # every module MLIR translates to LLVM IR is so named: its kernel names it
+            match = _LLVM_DEFINED.search(body) or match
         compilation.named_by_module = match is not None
         if match is None and compilation.kernel is None:
             match = _LLVM_DEFINED.search(body) or _MLIR_SYMBOL.search(body)

@@ -29,7 +29,7 @@ _BLOCK_LABEL = re.compile(rb'([-\w.$]+|"[^"\n]*"):(?:\s|$)')
 _DEFINED = re.compile(rb"define [^@\n]*@(\"[^\"\n]*\"|[-\w.$]+)\(")  # at a line's start: see _defined
 
 
-def _defined(body: bytes) -> list[bytes]:
+def defined(body: bytes) -> list[bytes]:
     """The functions a body defines. Literal finds first: a `^define` regex over a megabyte body
     tries every line start and cost 15% of a log's scan."""
     names = []
@@ -93,7 +93,7 @@ def is_null_function(body: bytes) -> bool:
 def loop_damage(body: bytes, last_line: bytes) -> str | None:
     """Why an LLVM loop (or region) dump cannot be whole: it holds blocks only, the last ending in a
     terminator."""
-    if _defined(body) or _METADATA_DEF.search(body):
+    if defined(body) or _METADATA_DEF.search(body):
         return LOOP_MIXED
     if _TERMINATOR.match(last_line) is None:
         return LOOP_END
@@ -176,7 +176,7 @@ def _llvm_level(header: DumpHeader, body: bytes) -> tuple[str, str | None]:
         parts = (label or (loop.group(1) if loop else None), function and f"in {function}")
         return LOOP, " ".join(part for part in parts if part) or None
     if first.startswith((*_LLVM_FUNCTION_HEADS, b"; ", NULL_FUNCTION)):
-        names = [name.decode("utf-8", "replace") for name in _defined(body)]
+        names = [name.decode("utf-8", "replace") for name in defined(body)]
         return FUNCTION, ",".join(names) or None
     if not body.strip():  # "omitted because no change": the banner says what it was
         if scope in ("", "[module]"):
