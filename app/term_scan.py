@@ -30,7 +30,7 @@ from app.op_terms import blob_terms
 
 __all__ = ["TermScanner"]
 
-BATCH_BYTES = 4 << 20
+BATCH_BYTES = 1 << 20
 BATCH_COUNT = 2000  # most texts per batch
 MAX_IN_FLIGHT = 2  # batches sent and not yet answered: their texts stay alive here until then
 _HEAD = struct.Struct("<QQ")  # a batch: text count, total bytes; then the lengths, then the texts
