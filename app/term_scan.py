@@ -49,6 +49,8 @@ class TermScanner:
         self.command = command or [sys.executable, "-m", "app.term_scan"]
         self.batch_bytes = batch_bytes
         self.terms: dict[str, frozenset[str]] = {}
+        # One object per distinct set: each answer unpickles new ones, which would otherwise all stay.
+        self._sets: dict[frozenset[str], frozenset[str]] = {}
         self.helper_batches = 0  # answered by the helper (the rest were scanned here)
         self._batch: Batch = []
         self._batch_size = 0
@@ -105,10 +107,10 @@ class TermScanner:
             self._scan_here(pending)
 
     def _scan_here(self, batch: Batch) -> None:
-        sets: dict[frozenset[str], frozenset[str]] = {}
         for digest, body in batch:
             terms = blob_terms(body)
-            self.terms[digest] = sets.setdefault(terms, terms)
+            with self._lock:
+                self.terms[digest] = self._sets.setdefault(terms, terms)
 
     def _start(self) -> None:
         self._tried = True
@@ -187,7 +189,7 @@ class TermScanner:
                         break
                     batch = self._unanswered.popleft()
                     for (digest, _), terms in zip(batch, answers):
-                        self.terms[digest] = terms
+                        self.terms[digest] = self._sets.setdefault(terms, terms)
                     self.helper_batches += 1
                 self._slots.release()
         except (OSError, ValueError, EOFError, pickle.UnpicklingError):
@@ -238,4 +240,11 @@ def _read_batches(stdin) -> None:
 
 
 if __name__ == "__main__":
-    _read_batches(sys.stdin.buffer)
+    import signal
+
+    # Ctrl-C reaches the whole process group: the ingest stops the helper itself (end of its stdin).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        _read_batches(sys.stdin.buffer)
+    except BrokenPipeError:  # the ingest is gone; nothing to report to
+        pass
