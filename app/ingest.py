@@ -24,7 +24,9 @@ from app.file_streams import PrefixedStream, drain, read_small
 from app.ingest_state import IngestError, IngestState
 from app.log_reader import LogReader
 from app.models import Run
+from app.op_index import OpIndex
 from app.run_writer import RunWriter
+from app.term_scan import TermScanner
 from app.traces import TraceCollector
 from parsers import registry
 from parsers.sources import InputFile, InputLimitExceeded, Limits, SourceWalker
@@ -55,7 +57,8 @@ class Ingest:
     ) -> None:
         self.blobs = BlobWriter(session)
         self.run = Run(id=new_run_id(), title=title, owner=owner, tags=list(tags))
-        self.state = IngestState(session, self.blobs, self.run)
+        # The op index's scan of each new text runs in a helper process, on the other core.
+        self.state = IngestState(session, self.blobs, self.run, op_index=OpIndex(TermScanner()))
         self.limits = limits or Limits()
         self.progress = progress or (lambda name, count: None)
         self.logs = LogReader(self.state, lambda: self.state.bytes_read)
@@ -69,6 +72,7 @@ class Ingest:
         finally:
             self.cache_files.close()
             self.blobs.close()
+            self.state.op_index.close()
 
     def _ingest(self, inputs: Iterable) -> Run:
         self.state.session.add(self.run)

@@ -10,64 +10,24 @@ holds four integers per (compilation, term).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.blobs import BlobReader, insert_rows
-from app.highlight.hwops import descriptor_group, inline_asm_groups, op_group, text_target
+from app.highlight.hwops import descriptor_group
 from app.models import Compilation, CompilationTerm, OpTerm, Run, Snapshot
+from app.op_terms import blob_terms
+from app.term_scan import TermScanner
 
 VERSION = 1  # recorded in Run.stats["op_index"]; a run without it is indexed by `irlens index --backfill`
 _BATCH = 5000
-MAX_NAME = 200  # longer op names (junk, not IR) are not indexed: op_terms.name holds 500 characters
 
-# An op at the op position of a line: after optional results (`%a, %b:2 = `), maybe quoted (generic
-# form). A name has a dot: `tt.load`, `scf.for`, `llvm.call_intrinsic`. The leading `\n` is a literal
-# prefix, which lets the regex engine jump from line to line (3x faster than a MULTILINE `^`); the
-# possessive quantifiers never backtrack, and MLIR's printer indents with spaces and writes ` = `.
-OP_AT = rb' *+(?:%[^\n=]*+= )?+"?+([a-z_][\w$]*+\.[\w$.]*+)'
-OP = re.compile(rb"\n" + OP_AT)
-FIRST_OP = re.compile(OP_AT)
-# llvm.call_intrinsic "llvm.x.y": the intrinsic decides its op group (TMA, MMA, barrier...).
-_INTRINSIC = re.compile(rb'\n[ \t]*(?:%[^\n=]*=[ \t]*)?llvm\.call_intrinsic[ \t]+"(llvm\.[\w.]+)"')
-# A layout attribute, defined as an alias or written inline: #ttg.blocked<...>, #ttg.nvidia_mma<...>.
-_LAYOUT = re.compile(rb"#(?:ttg|triton_gpu|ttng|triton_nvidia_gpu|amdg|amdgpu|triton_amdgpu)\.(\w+)<")
 # Old and new spellings of one dialect: a query for either finds both.
 _DIALECT_ALIASES = (
     ("ttg.", "triton_gpu."), ("ttng.", "triton_nvidia_gpu."), ("amdg.", "amdgpu."), ("nvg.", "nvgpu."),
 )
-
-
-def blob_terms(body: bytes) -> frozenset[str]:
-    """Every term one IR text holds."""
-    names = set(OP.findall(body))
-    first = FIRST_OP.match(body)
-    if first is not None:
-        names.add(first.group(1))
-    ops = [op for op in (name.rstrip(b".").decode("ascii") for name in names) if "." in op and len(op) <= MAX_NAME]
-    terms = {"op:" + name for name in ops}
-    for name in ops:
-        group = op_group(name)
-        if group:
-            terms.add("group:" + group)
-    if "llvm.call_intrinsic" in ops:
-        for intrinsic in set(_INTRINSIC.findall(b"\n" + body)):
-            group = op_group('llvm.call_intrinsic "' + intrinsic.decode("ascii") + '"')
-            if group:
-                terms.add("group:" + group)
-    if b"asm" in body or "group:descriptor" in terms:  # as count_groups does: PTX in inline
-        text = body.decode("utf-8", "replace")  # assembly, descriptor ops by the module's own target
-        terms.update("group:" + group for group in inline_asm_groups(text))
-        if "group:descriptor" in terms:
-            group = descriptor_group(text_target(text))
-            if group != "descriptor":
-                terms.discard("group:descriptor")
-                terms.add("group:" + group)
-    terms.update("layout:" + kind.decode("ascii") for kind in set(_LAYOUT.findall(body)) if len(kind) <= MAX_NAME)
-    return frozenset(terms)
 
 
 def first_last(snapshots: Iterable[tuple[int, frozenset[str]]]) -> dict[str, tuple[int, int]]:
@@ -119,17 +79,35 @@ class TermIds:
 class OpIndex:
     """Collects blob term sets during an ingest and writes each compilation's first/last rows."""
 
-    def __init__(self) -> None:
+    def __init__(self, scanner: TermScanner | None = None) -> None:
+        """`scanner`: texts are scanned by it (a helper process) rather than as they are added."""
         self.terms: dict[str, frozenset[str]] = {}  # blob hash -> its terms
         self._sets: dict[frozenset[str], frozenset[str]] = {}  # one object per distinct set
+        self.scanner = scanner
+        self._queued: set[str] = set()  # handed to the scanner
 
     def add_blob(self, digest: str, body: bytes) -> None:
-        if digest not in self.terms:
+        if self.scanner is not None:
+            if digest not in self._queued:
+                self._queued.add(digest)
+                self.scanner.add(digest, body)
+        elif digest not in self.terms:
             terms = blob_terms(body)
             self.terms[digest] = self._sets.setdefault(terms, terms)
 
+    def close(self) -> None:
+        if self.scanner is not None:
+            self.scanner.close()
+
+    def _collect(self) -> None:
+        if self.scanner is not None:
+            for digest, terms in self.scanner.finish().items():
+                self.terms[digest] = self._sets.setdefault(terms, terms)
+            self.scanner = None
+
     def write(self, session: Session, run: Run, compilations: Iterable[tuple[int, Sequence, str | None]]) -> None:
         """`compilations`: (compilation pk, snapshot records with .index and .blob, its target)."""
+        self._collect()
         ids = TermIds(session)
         ids.resolve(set().union(*self._sets) if self._sets else ())
         empty: frozenset[str] = frozenset()

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from markupsafe import Markup, escape
 
 from app.highlight.hwops import op_group
-from app.op_index import FIRST_OP, OP
+from app.op_terms import FIRST_OP, OP
 from app.render import SizedLRU
 
 TextLoader = Callable[[], str | None]

@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> dict:
     results: dict = {"machine": machine(), "mode": "quick" if args.quick else "full", "started": time.time()}
     workdir = Path(tempfile.mkdtemp(prefix="irlens-bench-run-"))
     stages = set(args.only or STAGES)
-    sizes = (200 * inputs.MiB, 400 * inputs.MiB) if args.quick else (inputs.GiB, 2 * inputs.GiB)
+    # 356 MiB = 373 MB: the size of the log issue 16's ingest target was measured on.
+    sizes = (200 * inputs.MiB, 356 * inputs.MiB, 400 * inputs.MiB) if args.quick else (inputs.GiB, 2 * inputs.GiB)
     repeats = 1 if args.quick else args.repeats
 
     if "ingest" in stages:
@@ -137,15 +138,15 @@ def table(results: dict) -> str:
         rows.append((f"grep -c baseline, {size:.0f} MB log", _fmt_s(grep), "1×", ""))
         rows.append((
             f"ingest {size:.0f} MB (SQLite), wall", _fmt_s(entry["seconds"]),
-            f"{entry['ratio_to_grep']:.1f}×", "≥ 150 MB/s, ≤ 20× grep",
+            f"{entry['ratio_to_grep']:.1f}×", "≥ 350 MB/s",
         ))
-        rows.append((f"ingest {size:.0f} MB, throughput", f"{entry['mb_per_s']:.0f} MB/s", "", "≥ 150 MB/s"))
-        rows.append((f"ingest {size:.0f} MB, CPU (all threads)", _fmt_s(entry["cpu_seconds"]), "", ""))
+        rows.append((f"ingest {size:.0f} MB, throughput", f"{entry['mb_per_s']:.0f} MB/s", "", "≥ 350 MB/s"))
+        rows.append((f"ingest {size:.0f} MB, CPU (all threads, op-index helper)", _fmt_s(entry["cpu_seconds"]), "", ""))
         spread = entry.get("all_max_rss") or [entry["max_rss"]]
         rss = f"{entry['max_rss'] / 2**20:.0f} MiB"
         if len(spread) > 1:
             rss += f" (runs {min(spread) / 2**20:.0f}-{max(spread) / 2**20:.0f})"
-        rows.append((f"ingest {size:.0f} MB, peak RSS (median)", rss, "", "≤ 300 MB, flat"))
+        rows.append((f"ingest {size:.0f} MB, peak RSS (median)", rss, "", "≤ 200 MB, flat"))
     storage = results.get("storage")
     if storage:
         rows.append((
@@ -236,7 +237,7 @@ def table(results: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="200 and 400 MiB logs, fewer samples")
+    parser.add_argument("--quick", action="store_true", help="200, 356 and 400 MiB logs, fewer samples")
     parser.add_argument("--only", action="append", choices=STAGES, help="run only this stage (repeatable)")
     parser.add_argument("--repeats", type=int, default=3, help="ingests per log size (the fastest counts)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON, not a table")

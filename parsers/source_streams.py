@@ -137,6 +137,12 @@ class Reader(io.RawIOBase):
         raise NotImplementedError
 
 
+def _readinto_of(stream: Readable):
+    """The stream's own readinto, when it has one: a read straight into the caller's buffer."""
+    readinto = getattr(stream, "readinto", None)
+    return readinto if callable(readinto) else None
+
+
 class CountingReader(Reader):
     """Counts the compressed bytes a decoder consumes, for the bomb ratio."""
 
@@ -177,15 +183,31 @@ class MeteredReader(Reader):
         self._position = 0
 
     def _read(self, size: int) -> bytes:
+        data = self._guarded(self._inner.read, size)
+        self._account(len(data))
+        return data
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        """Straight into the caller's buffer (an 8 MB read is otherwise copied once more here)."""
+        readinto = _readinto_of(self._inner)
+        if readinto is None:
+            return super().readinto(buffer)
+        count = self._guarded(readinto, buffer) or 0
+        self._account(count)
+        return count
+
+    def _guarded(self, read, argument):
         try:
-            data = self._inner.read(size)
+            return read(argument)
         except PASS_THROUGH:
             raise
         except CORRUPT_ERRORS as err:
             if self._compressed is None:
                 raise
             raise Corrupt(self._path, describe(err)) from err
-        self._position += len(data)
+
+    def _account(self, count: int) -> None:
+        self._position += count
         if self._position > self._high_water.value:
             expanded = self._compressed is not None
             self._budget.charge(self._position - self._high_water.value, self._path, expanded)
@@ -197,7 +219,6 @@ class MeteredReader(Reader):
                     f"archive {display_path(self._path)} looks like a decompression bomb: {fmt_bytes(self._position)} "
                     f"from {fmt_bytes(packed)} (ratio above {self._budget.limits.max_ratio}, max_ratio)"
                 )
-        return data
 
     def close(self) -> None:
         if not self.closed:
@@ -314,16 +335,25 @@ class CallerReader(Reader):
         self._failed = False
 
     def _read(self, size: int) -> bytes:
+        return self._guarded(self._inner.read, size, b"")
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        readinto = _readinto_of(self._inner)
+        if readinto is None:
+            return super().readinto(buffer)
+        return self._guarded(readinto, buffer, 0) or 0
+
+    def _guarded(self, read, argument, empty):
         if self._lease.expired:
             raise StaleStream(f"{display_path(self._path)}: read after the walker moved to the next file")
         if self._failed:
-            return b""
+            return empty
         try:
-            return self._inner.read(size)
+            return read(argument)
         except Corrupt as err:
             self._failed = True
             self._budget.record_corrupt(err, reading=self._path)
-            return b""
+            return empty
 
     def close(self) -> None:
         if not self.closed:
