@@ -32,6 +32,11 @@ def tensor_memory(params: dict, shape: list[int]) -> LinearLayout:
     cga = cga_layout(params, 2)
     if two_ctas and (not cga.in_bases("block") or cga.in_bases("block")[0] != [1, 0]):
         raise LayoutError("twoCTAs layout requires the first CGALayout block basis to be [1, 0]")
+    split = [cga.out_size(n) for n in names]
+    if shape[0] < bm * split[0] or shape[1] < min(bn, shape[1]) * split[1]:
+        # MemDescType's verifier: every CTA holds at least one whole blockM x blockN block
+        raise LayoutError(f"the tensor shape must be at least {bm * split[0]}x{min(bn, shape[1]) * split[1]} "
+                          f"for this tensor memory layout (Triton refuses {'x'.join(map(str, shape))})")
     per_cta = []
     for s, n in zip(shape, names):
         if s < cga.out_size(n):
