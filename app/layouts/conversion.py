@@ -57,10 +57,11 @@ def _cta_split(ll: LinearLayout) -> int | None:
 
 
 def _scratch(src: LinearLayout, dst: LinearLayout, bits: int, target: str) -> int | None:
-    # Split over CTAs, Triton sizes the whole tensor's swizzled tile and divides it by the source's
-    # CTA split (Allocation.cpp's getNumScratchElemsSwizzledCvt), checked on compiled multi-CTA pairs.
+    # Split over CTAs alike on both sides, Triton sizes the whole tensor's swizzled tile and divides it
+    # by the CTA split (Allocation.cpp's getNumScratchElemsSwizzledCvt), checked on compiled multi-CTA
+    # pairs. Between different splits its tiles differ from ours on some compiled pairs: left unsized.
     split = _cta_split(src)
-    if split is None:
+    if split is None or src.in_bases("block") != dst.in_bases("block"):
         return None
     backend, _, arch = target.partition(":")
     if backend == "hip":
@@ -84,7 +85,7 @@ def conversion(src: Encoding | str | LinearLayout, dst: Encoding | str | LinearL
                target: str = "") -> dict:
     """{"kind", "scratch_bytes", ...}. A trip through shared memory is sized as Triton's swizzling does
     (app/layouts/scratch.py): plain loads/stores on AMD, ldmatrix/stmatrix tiles too on NVIDIA.
-    ``scratch_bytes`` is null where no target is given;
+    ``scratch_bytes`` is null where no target is given or the two split the tensor over CTAs differently;
     ``scratch_bytes_at_most`` always bounds it (the tensor once)."""
     # a caller converting many pairs may pass layouts it already built (app/layouts/cvt_costs.py)
     s = src if isinstance(src, LinearLayout) else to_linear_layout(src, shape)
