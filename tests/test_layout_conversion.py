@@ -35,6 +35,8 @@ def test_every_conversion_kind_is_tritons():
         ours = conversion(fx["src"], fx["dst"], fx["shape"], bits(fx["dtype"]), fx["target"])
         kind = "no movement" if ours["kind"] in ("none", "registers") else ours["kind"]
         seen[kind] += 1
+        seen[fx["target"]] += 1
+        seen["gfx950 permlane swaps"] += bool(fx.get("permlane_swap")) and kind == "shuffles"
         if kind != triton:
             wrong.append((fx["src"], fx["dst"], fx["shape"], fx["target"], triton, ours["kind"]))
         if ours["kind"] == "shared":
@@ -54,6 +56,8 @@ def test_every_conversion_kind_is_tritons():
     assert seen["shared"] > 400 and seen["shuffles"] >= 10 and seen["no movement"] > 50
     assert seen["hip scratch"] > 90 and seen["cuda scratch"] > 400 and seen["broadcast scratch"] >= 100
     assert seen["multi-CTA scratch"] >= 60 and seen["unsized across CTA splits"] >= 100
+    # gfx950 swaps register and lane bits 4/5 with v_permlane16/32_swap: still shuffles, no scratch
+    assert seen["hip:gfx950"] >= 100 and seen["gfx950 permlane swaps"] >= 10
 
 
 def _splits_differ(fx) -> bool:
