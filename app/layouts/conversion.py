@@ -57,19 +57,23 @@ def _cta_split(ll: LinearLayout) -> int | None:
 
 
 def _scratch(src: LinearLayout, dst: LinearLayout, bits: int, target: str) -> int | None:
-    # Split over CTAs alike on both sides, Triton sizes the whole tensor's swizzled tile and divides it
-    # by the CTA split (Allocation.cpp's getNumScratchElemsSwizzledCvt), checked on compiled multi-CTA
-    # pairs. Between different splits its tiles differ from ours on some compiled pairs: left unsized.
+    # Split over CTAs, Triton sizes the whole tensor's swizzled tile and divides it by the source's
+    # CTA split (Allocation.cpp's getNumScratchElemsSwizzledCvt). A conversion that moves data between
+    # CTAs (comp not trivial over block) reads the other CTA's shared memory, so no ldmatrix tile there.
     split = _cta_split(src)
-    if split is None or src.in_bases("block") != dst.in_bases("block"):
+    if split is None:
         return None
+    cross_cta = "block" in minimal_dims(src, dst)
     backend, _, arch = target.partition(":")
     if backend == "hip":
+        if cross_cta:  # Triton 3.9's AMD lowering fails on these (no compiled fixture to size them by)
+            return None
         size = ldst_scratch_bytes(src, dst, bits)
     elif backend != "cuda" or not arch.isdigit():
         return None
     else:
-        size = tiled_scratch_bytes(src, dst, bits, ldmatrix=int(arch) >= 75, stmatrix=int(arch) >= 90)
+        size = tiled_scratch_bytes(src, dst, bits, ldmatrix=int(arch) >= 75 and not cross_cta,
+                                   stmatrix=int(arch) >= 90)
     return None if size is None else size // split
 
 
@@ -85,7 +89,7 @@ def conversion(src: Encoding | str | LinearLayout, dst: Encoding | str | LinearL
                target: str = "") -> dict:
     """{"kind", "scratch_bytes", ...}. A trip through shared memory is sized as Triton's swizzling does
     (app/layouts/scratch.py): plain loads/stores on AMD, ldmatrix/stmatrix tiles too on NVIDIA.
-    ``scratch_bytes`` is null where no target is given or the two split the tensor over CTAs differently;
+    ``scratch_bytes`` is null where no target is given (or for AMD, across CTAs);
     ``scratch_bytes_at_most`` always bounds it (the tensor once)."""
     # a caller converting many pairs may pass layouts it already built (app/layouts/cvt_costs.py)
     s = src if isinstance(src, LinearLayout) else to_linear_layout(src, shape)
