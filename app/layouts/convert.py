@@ -7,8 +7,8 @@ from app.layouts.errors import LayoutError
 from app.layouts.linear import LinearLayout
 from app.layouts.parse import Encoding, parse_encoding
 
-SHARED_KINDS = {"ttg.swizzled_shared", "ttg.amd_rotating_shared", "ttg.nvmma_shared", "ttg.padded_shared", "ttg.shared_linear",
-                "ttg.shared"}
+SHARED_KINDS = {"ttg.swizzled_shared", "ttg.amd_rotating_shared", "ttg.nvmma_shared", "ttg.padded_shared",
+                "ttg.shared_linear", "ttg.shared"}
 TENSOR_MEMORY_KINDS = {"ttng.tensor_memory_encoding"}
 DRAWN_KINDS = {"ttg.blocked", "ttg.slice", "ttg.linear", "ttg.nvidia_mma", "ttg.amd_mfma", "ttg.amd_wmma",
                "ttg.dot_op"} | SHARED_KINDS | TENSOR_MEMORY_KINDS
