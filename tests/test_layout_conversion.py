@@ -35,11 +35,15 @@ def test_every_conversion_kind_is_tritons():
         ours = conversion(fx["src"], fx["dst"], fx["shape"], bits(fx["dtype"]), fx["target"])
         kind = "no movement" if ours["kind"] in ("none", "registers") else ours["kind"]
         seen[kind] += 1
+        seen[fx["target"]] += 1
+        seen["gfx950 permlane swaps"] += bool(fx.get("permlane_swap")) and kind == "shuffles"
         if kind != triton:
             wrong.append((fx["src"], fx["dst"], fx["shape"], fx["target"], triton, ours["kind"]))
         if ours["kind"] == "shared":
             assert fx["scratch_bytes"] <= ours["scratch_bytes_at_most"]
             assert ours["scratch_bytes"] == fx["scratch_bytes"], fx  # every pair sized, exactly Triton's
+            seen["multi-CTA scratch"] += fx.get("num_ctas", 1) > 1
+            seen["across CTAs"] += "block" in ours["crosses"]
             seen[fx["target"].split(":")[0] + " scratch"] += 1
             broadcast = any(not any(v) for ll in (fx["src"], fx["dst"]) for v in _lanes_and_warps(ll, fx["shape"]))
             seen["broadcast scratch"] += broadcast
@@ -48,6 +52,9 @@ def test_every_conversion_kind_is_tritons():
     assert not wrong, wrong[:5]
     assert seen["shared"] > 400 and seen["shuffles"] >= 10 and seen["no movement"] > 50
     assert seen["hip scratch"] > 90 and seen["cuda scratch"] > 400 and seen["broadcast scratch"] >= 100
+    assert seen["multi-CTA scratch"] >= 190 and seen["across CTAs"] >= 100
+    # gfx950 swaps register and lane bits 4/5 with v_permlane16/32_swap: still shuffles, no scratch
+    assert seen["hip:gfx950"] >= 100 and seen["gfx950 permlane swaps"] >= 10
 
 
 def _lanes_and_warps(attr: str, shape: list[int]):
@@ -136,14 +143,18 @@ def test_compilation_and_snapshot_pages_count_conversions(tmp_path):
         assert 'data-cvt-kind="shared"' in html_page and "/-/layout?attr=" in html_page and "&amp;to=" in html_page
 
 
-def test_a_conversion_split_over_ctas_is_left_unsized():
-    """Triton divides a multi-CTA conversion's scratch by the CTA split and picks cross-CTA tiles;
-    no committed fixture compiles one, so its size stays null (bounded by the tensor once)."""
+def test_a_conversion_split_over_ctas():
+    """Triton's scratch for a tensor split over CTAs is the whole tensor's tile divided by the source's
+    split; across CTAs the destination reads without ldmatrix (the multi-CTA fixtures check both).
+    AMD cannot lower a conversion across CTAs: no size there, only the bound."""
     one = "#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>"
     other = "#ttg.blocked<{sizePerThread = [4, 1], threadsPerWarp = [8, 4], warpsPerCTA = [1, 4], order = [0, 1]}>"
-    assert conversion(one, other, [64, 64], 16, "cuda:90")["scratch_bytes"] is not None
-    split = ", CGALayout = [[1, 0]]}>"
-    cost = conversion(one.replace("}>", split), other.replace("}>", split), [64, 64], 16, "cuda:90")
+    alike = ", CGALayout = [[1, 0]]}>"
+    halves = conversion(one.replace("}>", alike), other.replace("}>", alike), [64, 64], 16, "cuda:90")
+    assert halves["scratch_bytes"] == 2048  # Triton 3.9 compiled with num_ctas=2: 2048 (a committed fixture)
+    across = (one.replace("}>", alike), other.replace("}>", ", CGALayout = [[0, 1]]}>"), [64, 64], 16)
+    assert conversion(*across, "cuda:90")["scratch_bytes"] == 4096  # likewise compiled
+    cost = conversion(*across, "hip:gfx1250")
     assert cost["kind"] == "shared" and cost["scratch_bytes"] is None and cost["scratch_bytes_at_most"] == 8192
 
 

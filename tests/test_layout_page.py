@@ -141,3 +141,27 @@ def test_wmma_instruction_shapes_are_tritons(client, version, instr, ok):
     assert (r.status_code == 200) == ok, r.text
     if not ok:
         assert f"invalid WMMA v{version} instruction shape" in r.json()["error"]
+
+
+def test_blackwell_and_rotating_kinds_are_drawn(client):
+    """Tensor memory over two CTAs, fp4-padded nvmma_shared and amd_rotating_shared answer (their
+    mappings are checked against Triton in test_layouts_triton.py) and the page draws them."""
+    tmem = ("#ttng.tensor_memory_encoding<blockM = 64, blockN = 128, colStride = 1, CGALayout = [[1, 0]], "
+            "twoCTAs = true>")
+    body = client.get("/-/layout.json", params={"attr": tmem, "shape": "128x128"}).json()
+    assert body["kind"] == "tensor_memory" and body["blocks"] == 2
+    assert body["cells"][64 * 128] == [[0, 0, 1]] and body["cells"][64] == [[64, 0, 0]]
+    page = client.get("/-/layout", params={"attr": tmem, "shape": "128x128", "row0": 64}).text
+    assert "TMEM lane 0, column 0, CTA 1" in page
+    fp4 = "#ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = false, elementBitWidth = 8, fp4Padded = true}>"
+    body = client.get("/-/layout.json", params={"attr": fp4, "shape": "8x64", "dtype": "i8"}).json()
+    # each 16-byte group holds 8 bytes: the padding bytes are skipped
+    assert body["offsets"][:9] == [0, 1, 2, 3, 4, 5, 6, 7, 16]
+    rot = "#ttg.amd_rotating_shared<{vec = 4, perPhase = 1, maxPhase = 4, order = [1, 0]}>"
+    body = client.get("/-/layout.json", params={"attr": rot, "shape": "64x64"}).json()
+    assert body["kind"] == "shared" and sorted(body["offsets"]) == list(range(64 * 64))
+    # rows 4-7 rotate their phase: row 4 starts where a plain swizzle's row 1 would
+    assert body["offsets"][4 * 64 + 4] == 4 * 64
+    old = "#ttng.tensor_memory_encoding<blockM = 128, blockN = 128, colStride = 1, CTASplitM = 2>"
+    r = client.get("/-/layout.json", params={"attr": old, "shape": "256x128"})
+    assert r.status_code == 400 and "CTASplitM" in r.json()["detail"]

@@ -80,8 +80,31 @@ def test_fixtures_cover_every_kind():
     for k in ("ttg.blocked", "ttg.slice/ttg.blocked", "ttg.slice/ttg.nvidia_mma", "ttg.linear", "ttg.nvidia_mma",
               "ttg.amd_mfma", "ttg.amd_wmma", "ttg.dot_op/ttg.nvidia_mma", "ttg.dot_op/ttg.amd_mfma",
               "ttg.dot_op/ttg.amd_wmma", "ttg.dot_op/ttg.blocked", "ttg.nvmma_shared", "ttg.swizzled_shared",
-              "ttg.padded_shared", "ttg.shared_linear"):
+              "ttg.padded_shared", "ttg.shared_linear", "ttg.amd_rotating_shared", "ttng.tensor_memory_encoding"):
         assert kinds[k] > 0, k
+
+
+@pytest.mark.parametrize("needle", ["colStride = 2", "colStride = 4", "twoCTAs = true", "CGALayout = [[0, 1]]",
+                                    "fp4Padded = true}>", "blockM = 64, blockN = 128, colStride = 1, fp4Padded",
+                                    "elementBitWidth = 8, fp4Padded = true", "amd_rotating_shared"])
+def test_fixtures_cover_blackwell_and_rotating_parameters(needle):
+    """The parameters drawn since issue 14's first sweep each have fixtures Triton answered, and ones it refused."""
+    answered = [fx for fx in load()["fixtures"] if needle in fx["attr"] and "error" not in fx and "skip" not in fx]
+    assert len(answered) >= 5, needle
+
+
+def test_tensor_memory_ctas_become_blocks():
+    """Triton's Python view of tensor memory keeps one CTA's rows and columns (the fixtures check those); the
+    CTAs of CGALayout follow as ``block``, each CTA's share of the shape apart, and the picture lists them."""
+    from app.layouts.mapping import describe
+
+    attr = "#ttng.tensor_memory_encoding<blockM = 128, blockN = 128, colStride = 1, CGALayout = [[1, 0]], twoCTAs = true>"
+    ll = to_linear_layout(attr, [256, 128])
+    assert ll.in_bases("block") == [[128, 0]]
+    cells = describe(attr, [256, 128])["cells"]
+    assert cells[0] == [[0, 0, 0]] and cells[128 * 128] == [[0, 0, 1]]
+    with pytest.raises(LayoutError, match="at least 128x256"):
+        to_linear_layout(attr.replace("[[1, 0]], twoCTAs = true", "[[0, 1]]"), [256, 128])
 
 
 @pytest.mark.parametrize("text", [("#ttg.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], "

@@ -47,16 +47,34 @@ def conversion_kind(src: LinearLayout, dst: LinearLayout) -> str:
     return "shared"
 
 
-def _scratch(src: LinearLayout, dst: LinearLayout, bits: int, target: str) -> int | None:
-    if any(any(v) for ll in (src, dst) for v in ll.in_bases("block")):
-        # Split over CTAs: Triton divides by the split and picks cross-CTA tiles; no fixture checks it.
+def _cta_split(ll: LinearLayout) -> int | None:
+    """product(getCTASplitNum) of a layout: how many distinct tensor pieces its blocks hold. Known for
+    block bases that each move along one dimension (every CGA layout); None otherwise."""
+    moving = {tuple(v) for v in ll.in_bases("block") if any(v)}
+    if any(sum(1 for x in v if x) != 1 for v in moving):
         return None
+    return 1 << len(moving)
+
+
+def _scratch(src: LinearLayout, dst: LinearLayout, bits: int, target: str) -> int | None:
+    # Split over CTAs, Triton sizes the whole tensor's swizzled tile and divides it by the source's
+    # CTA split (Allocation.cpp's getNumScratchElemsSwizzledCvt). A conversion that moves data between
+    # CTAs (comp not trivial over block) reads the other CTA's shared memory, so no ldmatrix tile there.
+    split = _cta_split(src)
+    if split is None:
+        return None
+    cross_cta = "block" in minimal_dims(src, dst)
     backend, _, arch = target.partition(":")
     if backend == "hip":
-        return ldst_scratch_bytes(src, dst, bits)
-    if backend != "cuda" or not arch.isdigit():
+        if cross_cta:  # Triton 3.9's AMD lowering fails on these (no compiled fixture to size them by)
+            return None
+        size = ldst_scratch_bytes(src, dst, bits)
+    elif backend != "cuda" or not arch.isdigit():
         return None
-    return tiled_scratch_bytes(src, dst, bits, ldmatrix=int(arch) >= 75, stmatrix=int(arch) >= 90)
+    else:
+        size = tiled_scratch_bytes(src, dst, bits, ldmatrix=int(arch) >= 75 and not cross_cta,
+                                   stmatrix=int(arch) >= 90)
+    return None if size is None else size // split
 
 
 def _mixed_transpositions(src: LinearLayout, dst: LinearLayout) -> int:
@@ -71,7 +89,7 @@ def conversion(src: Encoding | str | LinearLayout, dst: Encoding | str | LinearL
                target: str = "") -> dict:
     """{"kind", "scratch_bytes", ...}. A trip through shared memory is sized as Triton's swizzling does
     (app/layouts/scratch.py): plain loads/stores on AMD, ldmatrix/stmatrix tiles too on NVIDIA.
-    ``scratch_bytes`` is null where no target is given or the tensor is split over CTAs;
+    ``scratch_bytes`` is null where no target is given (or for AMD, across CTAs);
     ``scratch_bytes_at_most`` always bounds it (the tensor once)."""
     # a caller converting many pairs may pass layouts it already built (app/layouts/cvt_costs.py)
     s = src if isinstance(src, LinearLayout) else to_linear_layout(src, shape)

@@ -7,8 +7,8 @@ from app.layouts.errors import LayoutError
 from app.layouts.linear import LinearLayout
 from app.layouts.parse import Encoding, parse_encoding
 
-SHARED_KINDS = {"ttg.swizzled_shared", "ttg.nvmma_shared", "ttg.padded_shared", "ttg.shared_linear",
-                "ttg.shared"}
+SHARED_KINDS = {"ttg.swizzled_shared", "ttg.amd_rotating_shared", "ttg.nvmma_shared", "ttg.padded_shared",
+                "ttg.shared_linear", "ttg.shared"}
 TENSOR_MEMORY_KINDS = {"ttng.tensor_memory_encoding"}
 DRAWN_KINDS = {"ttg.blocked", "ttg.slice", "ttg.linear", "ttg.nvidia_mma", "ttg.amd_mfma", "ttg.amd_wmma",
                "ttg.dot_op"} | SHARED_KINDS | TENSOR_MEMORY_KINDS
@@ -39,6 +39,8 @@ def to_linear_layout(enc: Encoding | str, shape: list[int]) -> LinearLayout:
         return _dot_op(p, shape)
     if kind == "ttg.swizzled_shared":
         return shared.swizzled(p, shape)
+    if kind == "ttg.amd_rotating_shared":
+        return shared.swizzled(p, shape, rotating=True)
     if kind == "ttg.shared":
         return shared.legacy_shared(p, shape)
     if kind == "ttg.nvmma_shared":

@@ -135,9 +135,11 @@ def _padded(enc: Encoding, shape: list[int], dtype: str) -> dict:
 
 
 def _tmem(ll: LinearLayout, n: int) -> dict:
-    rows, cols = _table(ll, "row"), _table(ll, "col")
+    rows, cols, blocks = _table(ll, "row"), _table(ll, "col"), _table(ll, "block")
     cells: list[list[list[int]]] = [[] for _ in range(n)]
-    for r, rv in enumerate(rows):
-        for c, cv in enumerate(cols):
-            cells[rv ^ cv].append([r, c])
-    return {"cells": cells}
+    multi_block = len(blocks) > 1
+    for b, bv in enumerate(blocks):
+        for r, rv in enumerate(rows):
+            for c, cv in enumerate(cols):
+                cells[bv ^ rv ^ cv].append([r, c, b] if multi_block else [r, c])
+    return {"cells": cells, "blocks": len(blocks)}

@@ -85,7 +85,8 @@ def picture(layout: dict, row0: int = 0, col0: int = 0, lead: str = "") -> dict:
             else:
                 held = layout["cells"][e]
                 cell.update(label=str(held[0][0]), colour=_colour(held[0][0] // 32, 4), threads=str(held[0][0]),
-                            copies=len(held), title="; ".join(f"TMEM lane {h[0]}, column {h[1]}" for h in held))
+                            copies=len(held), title="; ".join(f"TMEM lane {h[0]}, column {h[1]}"
+                                                            + (f", CTA {h[2]}" if len(h) > 2 else "") for h in held))
             cells.append(cell)
     if broadcast > 1:
         notes.append(f"broadcast: some elements are held by {broadcast} threads (all are listed on hover)")

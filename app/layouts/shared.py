@@ -19,7 +19,10 @@ def _order(params: dict) -> list[int]:
     return order
 
 
-def swizzled(params: dict, shape: list[int]) -> LinearLayout:
+def swizzled(params: dict, shape: list[int], rotating: bool = False) -> LinearLayout:
+    """swizzledSharedToLinearLayout; with ``rotating``, sharedToLinearLayoutAMDRotating: the phase is
+    XORed with the block of maxPhase x perPhase rows it lies in, and the swizzled dims span the
+    whole shape, not one CTA's share (as Triton 3.9 does)."""
     order = _order(params)
     rank = len(order)
     check_shape(shape, rank, "the swizzled_shared layout")
@@ -28,17 +31,21 @@ def swizzled(params: dict, shape: list[int]) -> LinearLayout:
     if rank == 1:
         return combine(LinearLayout.identity1d(per_cta[0], "offset", names[0]), params, shape)
     col, row = order[0], order[1]
-    ncols, nrows = per_cta[col], per_cta[row]
+    span = shape if rotating else per_cta
+    ncols, nrows = span[col], span[row]
     vec, per_phase, max_phase = (params.get(k) for k in ("vec", "perPhase", "maxPhase"))
     if not all(isinstance(v, int) and v > 0 for v in (vec, per_phase, max_phase)):
         raise LayoutError("swizzled_shared needs positive vec, perPhase and maxPhase")
     bases = [[0, 1 << i] for i in range(log2(ncols))]
     for i in range(log2(nrows)):
         r = 1 << i
-        bases.append([r, (vec * ((r // per_phase) % max_phase)) % ncols])
+        phase = (r // per_phase) % max_phase
+        if rotating:
+            phase ^= r // max_phase // per_phase % max_phase
+        bases.append([r, (vec * phase) % ncols])
     ll = LinearLayout({"offset": bases}, [(names[row], nrows), (names[col], ncols)])
     for d in order[2:]:
-        ll = ll * LinearLayout.identity1d(per_cta[d], "offset", names[d])
+        ll = ll * LinearLayout.identity1d(span[d], "offset", names[d])
     return combine(ll, params, shape)
 
 
@@ -63,8 +70,8 @@ def nvmma(params: dict, shape: list[int]) -> LinearLayout:
     transposed, fp4 = bool(params.get("transposed", False)), bool(params.get("fp4Padded", False))
     if swizzle not in (0, 32, 64, 128) or bits not in (8, 16, 32, 64):
         raise LayoutError(f"nvmma_shared swizzle {swizzle} / element width {bits} not supported")
-    if fp4:
-        raise LayoutError("fp4Padded nvmma_shared is not drawn here")
+    if fp4 and (swizzle != 128 or bits != 8):
+        raise LayoutError("fp4Padded nvmma_shared needs a 128-byte swizzle and 8-bit elements")
     rank = params.get("rank", 2)  # Triton 3.9 prints rank only when it is not 2
     if params.get("CGALayout"):
         rank = len(params["CGALayout"][0])
@@ -74,11 +81,14 @@ def nvmma(params: dict, shape: list[int]) -> LinearLayout:
     names = out_names(rank)
     per_cta = shape_per_cta(params, shape)
     tile_cols = swizzle * 8 // bits if swizzle else None
+    # fp4Padded: each 16-byte group of the tile holds 8 packed bytes and 8 of padding, so the TMA box
+    # holds half the tile's columns and the padding offsets repeat the real ones.
+    packing = 2 if fp4 else 1
     # The TMA box: contiguous dim clipped to the swizzle width, others to 256.
     contig = rank - 2 if transposed else rank - 1
     tma = [min(s, 256) for s in per_cta]
     if tile_cols:
-        tma[contig] = min(per_cta[contig], tile_cols)
+        tma[contig] = min(per_cta[contig], tile_cols // packing)
     if transposed:
         other = rank - 1
         outer = [d for d in range(rank) if d not in (contig, other)]
@@ -104,18 +114,22 @@ def nvmma(params: dict, shape: list[int]) -> LinearLayout:
     def add(a: list[int], b: list[int]) -> list[int]:
         return [x + y for x, y in zip(a, b)]
 
+    def packed(col: int) -> int:
+        return col // 16 * 8 + col % 8 if fp4 else col
+
     ncontig = tma[contig]
     if tile_cols:
-        if ncontig < tile_cols or nstrided < 8:
-            raise LayoutError(f"nvmma_shared with {swizzle}-byte swizzle needs at least 8 x {tile_cols} elements")
+        if ncontig * packing < tile_cols or nstrided < 8:
+            raise LayoutError(f"nvmma_shared with {swizzle}-byte swizzle needs at least "
+                              f"8 x {tile_cols // packing} elements")
         vec = 128 // bits
         per_phase = 128 // swizzle
         max_phase = swizzle // 16
         for i in range(log2(tile_cols)):
-            bases.append(vec_at([contig], 1 << i))
+            bases.append(vec_at([contig], packed(1 << i)))
         for i in range(3):
             r = 1 << i
-            bases.append(add(vec_at(strided, r), vec_at([contig], vec * ((r // per_phase) % max_phase))))
+            bases.append(add(vec_at(strided, r), vec_at([contig], packed(vec * ((r // per_phase) % max_phase)))))
         for i in range(3, log2(nstrided)):
             bases.append(vec_at(strided, 1 << i))
     else:
