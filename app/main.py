@@ -18,6 +18,7 @@ from app.db import Database
 from app.disassembler import find_disassembler
 from app.map_prep import start_map_prep
 from app.models import Run
+from app.page_cache import CachedPageMiddleware
 from app.retention import start_retention
 from app.security import SecurityMiddleware, server_error
 from app.settings import Settings
@@ -73,6 +74,8 @@ def create_app(settings: Settings | None = None, background: bool = True) -> Fas
     app.state.db = settings.database()
     app.state.urls = Urls(settings.base_url)
     app.root_path = app.state.urls.base  # answer at /base/runs/X as well as a proxy-stripped /runs/X
+    # Innermost: cached pages are answered before routing, once AuthMiddleware has let the reader in.
+    app.add_middleware(CachedPageMiddleware)
     app.add_middleware(AuthMiddleware)
     # Snapshot pages of huge IR are tens of MB of HTML; level 1 costs little and shrinks them ~10x.
     app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=1)
