@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -55,6 +56,10 @@ def create_app(settings: Settings | None = None, background: bool = True) -> Fas
     async def lifespan(app: FastAPI):
         web.warm_up()
         render.warm_up()
+        # What start-up made lives as long as the process: keep it out of the cyclic collector's
+        # full passes, which a cold diff's millions of small objects trigger (see bench/NOTES.md).
+        gc.collect()
+        gc.freeze()
         if settings.load_demo:
             load_demo(app.state.db, app.state.limits)
         retention = start_retention(app.state.db, settings.retention_days)
