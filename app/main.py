@@ -49,6 +49,15 @@ def load_demo(db: Database, limits: Limits) -> str | None:
         return run.id
 
 
+def create_served_app(settings: Settings | None = None) -> FastAPI:
+    """The app `irlens serve` runs (each worker process builds one): a long-lived process, whose
+    start-up objects are frozen out of garbage collection once it is up. Tests, which build many
+    apps in one process, use create_app."""
+    app = create_app(settings)
+    app.state.freeze_gc = True
+    return app
+
+
 def create_app(settings: Settings | None = None, background: bool = True) -> FastAPI:
     settings = settings or Settings()
 
@@ -56,10 +65,11 @@ def create_app(settings: Settings | None = None, background: bool = True) -> Fas
     async def lifespan(app: FastAPI):
         web.warm_up()
         render.warm_up()
-        # What start-up made lives as long as the process: keep it out of the cyclic collector's
-        # full passes, which a cold diff's millions of small objects trigger (see bench/NOTES.md).
-        gc.collect()
-        gc.freeze()
+        if app.state.freeze_gc:
+            # What start-up made lives as long as the server: keep it out of the cyclic collector's
+            # full passes, which a cold diff's many small objects trigger (see bench/NOTES.md).
+            gc.collect()
+            gc.freeze()
         if settings.load_demo:
             load_demo(app.state.db, app.state.limits)
         retention = start_retention(app.state.db, settings.retention_days)
@@ -76,6 +86,7 @@ def create_app(settings: Settings | None = None, background: bool = True) -> Fas
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(Exception, server_error)
     app.state.settings = settings
+    app.state.freeze_gc = False
     app.state.db = settings.database()
     app.state.urls = Urls(settings.base_url)
     app.root_path = app.state.urls.base  # answer at /base/runs/X as well as a proxy-stripped /runs/X
