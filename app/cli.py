@@ -161,13 +161,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         if args.db:
             os.environ["IRLENS_DB_URL"] = args.db
-        uvicorn.run("app.main:create_app", factory=True, host=args.host, port=args.port, workers=workers,
+        uvicorn.run("app.main:create_served_app", factory=True, host=args.host, port=args.port, workers=workers,
                     proxy_headers=args.proxy_headers, forwarded_allow_ips=settings.forwarded_allow_ips if args.proxy_headers else None,
                     log_config=_log_config())
     else:
-        from app.main import create_app
+        from app.main import create_served_app
 
-        uvicorn.run(create_app(settings), host=args.host, port=args.port, proxy_headers=args.proxy_headers,
+        uvicorn.run(create_served_app(settings), host=args.host, port=args.port, proxy_headers=args.proxy_headers,
                     forwarded_allow_ips=settings.forwarded_allow_ips if args.proxy_headers else None, log_config=_log_config())
     return 0
 

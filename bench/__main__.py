@@ -175,6 +175,10 @@ def table(results: dict) -> str:
                 f"{_fmt_s(stats['ttfb_p50'])} / {_fmt_s(stats['ttfb_p95'])}", "",
                 target,
             ))
+        cold = page["cold"]
+        if "cpu_p50" in cold:
+            rows.append((f"{label}, cold, server CPU time p50 / p95",
+                         f"{_fmt_s(cold['cpu_p50'])} / {_fmt_s(cold['cpu_p95'])}", "", ""))
     source_map = results.get("map")
     if source_map:
         shape = (f"{source_map['kernel']}, {source_map['compilation_snapshots']} snapshots, in a run of "

@@ -176,7 +176,9 @@ def _compare_targets(db_path: Path, per_set: int) -> tuple[list[str], list[tuple
 
 def measure_latency(db_path: Path, targets: Targets, rounds: int = 3, warm_repeats: int = 10) -> list[dict]:
     """Cold: the first request for each page in a fresh server (after one small warm-up page).
-    Warm: the same pages again, `warm_repeats` times each. `rounds` fresh servers."""
+    Warm: the same pages again, `warm_repeats` times each. `rounds` fresh servers. Cold pages also
+    record the server's CPU time per request, which the shared machine's load moves far less than
+    the wall time (as in measure_compare)."""
     import httpx
 
     sets = [
@@ -185,18 +187,29 @@ def measure_latency(db_path: Path, targets: Targets, rounds: int = 3, warm_repea
         Latency("diff adjacent ~10k lines"),
     ]
     urls = [targets.ten_k, [targets.largest], targets.diffs]
+    cpu: list[list[float]] = [[] for _ in sets]
     for _ in range(rounds):
         with serve(db_path) as base, httpx.Client(base_url=base, timeout=120) as client:
+            pid = _server_pid()
             fetch(client, targets.warmup)
             fetch(client, f"{targets.warmup}/raw")
-            for latency, paths in zip(sets, urls):
+            for latency, paths, spent in zip(sets, urls, cpu):
                 for path in paths:
+                    before = _cpu_seconds(pid)
                     latency.cold.append(fetch(client, path))
+                    after = _cpu_seconds(pid)
+                    if before is not None and after is not None:
+                        spent.append(after - before)
             for latency, paths in zip(sets, urls):
                 for _ in range(warm_repeats if latency.label != "snapshot largest" else warm_repeats * 2):
                     for path in paths:
                         latency.warm.append(fetch(client, path))
-    return [latency.summary() for latency in sets]
+    summaries = [latency.summary() for latency in sets]
+    for summary, spent in zip(summaries, cpu):
+        if spent:
+            summary["cold"]["cpu_p50"] = percentile(spent, 0.5)
+            summary["cold"]["cpu_p95"] = percentile(spent, 0.95)
+    return summaries
 
 
 def _server_pid() -> int | None:

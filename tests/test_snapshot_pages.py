@@ -475,3 +475,28 @@ def test_a_run_deleted_by_another_worker_is_404_once_the_recheck_time_passes(tmp
         assert client.get(url).status_code == 200  # within the recheck time: the cached page
         monkeypatch.setattr(page_cache, "RECHECK_SECONDS", 0.0)
         assert client.get(url).status_code == 404
+
+
+def test_a_cached_page_is_answered_before_routing(tmp_path, monkeypatch):
+    """A repeat GET of a cached page is answered by the page cache's middleware, without a database
+    session or the view; once its runs' lookup is stale it looks them up again, with a session."""
+    from app import page_cache
+    from app.views import snapshots
+
+    client, run = make_site(tmp_path, [FIXTURES / "sm90_add_kernel_dump.log.gz"])
+    with client:
+        url = get_json(client, run["compilations"][0]["url"])["snapshots"][3]["url"]
+        first = client.get(url)
+        calls = []
+        view_lookup = snapshots.cached_response
+        monkeypatch.setattr(snapshots, "cached_response", lambda *a: calls.append(a) or view_lookup(*a))
+        monkeypatch.setattr(page_cache, "RECHECK_SECONDS", 3600.0)
+        again = client.get(url)
+        assert again.status_code == 200 and again.content == first.content
+        assert again.headers["etag"] == first.headers["etag"] and calls == []
+        assert client.get(url + "?x=1").status_code == 200 and len(calls) == 1  # another key: the view
+        monkeypatch.setattr(page_cache, "RECHECK_SECONDS", 0.0)
+        sessions = []
+        real = client.app.state.db.session
+        monkeypatch.setattr(client.app.state.db, "session", lambda: sessions.append(1) or real())
+        assert client.get(url).content == first.content and sessions == [1] and len(calls) == 1
