@@ -1,11 +1,13 @@
 """Content-addressed blob storage: hash first, compress only what is new, insert in batches.
 
-Every blob row is addressed by the sha256 of its raw bytes and has one of three codecs:
+Every blob row is addressed by the sha256 of its raw bytes and has one of four codecs:
 
 - ``zstd``: ``data`` is one zstd frame of the whole text.
+- ``zstdx``: the same, recompressed at a strong level after ingest (app/recompress.py).
 - ``none``: ``data`` is the text itself.
-- ``zpack``: the text is a slice of a *pack*: ``data`` is ``b"<pack hash>:<offset>"`` and the text is
-  ``size`` bytes at ``offset`` in the pack blob's raw bytes. A pack is itself an ordinary ``zstd`` blob
+- ``zpack``: the text is a slice of a *pack*: ``pack`` names the pack, ``data`` is ``b"<offset>"`` (ASCII
+  digits; ``b"<pack hash>:<offset>"`` before migration 0010) and the text is ``size`` bytes at
+  ``offset`` in the pack blob's raw bytes. A pack is itself an ordinary ``zstd`` blob
   (addressed by the sha256 of its raw bytes) holding several new texts of one ingest back to back.
 
 Packs are how storage stays small: consecutive pass snapshots are near copies of each other, and one
@@ -37,6 +39,8 @@ PACK_COUNT = 2000  # most texts per pack (and per existence query)
 MAX_IN_FLIGHT = 2  # packs being compressed at once: bounds the memory an ingest holds
 CODEC_ZSTD = "zstd"
 CODEC_PACKED = "zpack"
+CODEC_STRONG = "zstdx"  # a zstd frame recompressed at a strong level after ingest (app/recompress.py)
+ZSTD_CODECS = (CODEC_ZSTD, CODEC_STRONG)
 
 
 def compression_params() -> zstandard.ZstdCompressionParameters:
@@ -145,7 +149,7 @@ def _compress_pack(members: list[tuple[str, bytes]], params: zstandard.ZstdCompr
     offset = 0
     for digest, data in members:
         rows.append(
-            {"hash": digest, "size": len(data), "codec": CODEC_PACKED, "data": f"{pack}:{offset}".encode(), "pack": pack}
+            {"hash": digest, "size": len(data), "codec": CODEC_PACKED, "data": b"%d" % offset, "pack": pack}
         )
         offset += len(data)
     return rows
@@ -315,10 +319,10 @@ class BlobReader:
         return decompressor.decompress(data)
 
     def _raw(self, session: Session, blob: Blob) -> bytes:
-        if blob.codec == CODEC_ZSTD:
+        if blob.codec in ZSTD_CODECS:
             return self._decompress(blob.data)
         if blob.codec == CODEC_PACKED:
-            pack_hash, _, offset = bytes(blob.data).decode("ascii").partition(":")
+            pack_hash, offset = blob.pack, bytes(blob.data)
             pack = PACKS.get(pack_hash)
             if pack is None:
                 pack_blob = session.get(Blob, pack_hash)

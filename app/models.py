@@ -19,6 +19,7 @@ from sqlalchemy import (
     String,
     Text,
     false,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -37,10 +38,15 @@ class Blob(Base):
     __tablename__ = "blobs"
     hash: Mapped[str] = mapped_column(String(64), primary_key=True)  # sha256 of the raw bytes
     size: Mapped[int] = mapped_column(Integer)
-    codec: Mapped[str] = mapped_column(String(8))  # "zstd" | "none" | "zpack" (see app/blobs.py)
+    codec: Mapped[str] = mapped_column(String(8))  # "zstd" | "zstdx" | "none" | "zpack" (see app/blobs.py)
     data: Mapped[bytes] = mapped_column(LargeBinary)
     # For "zpack" rows: the pack blob holding this text, which must live while this row does.
     pack: Mapped[str | None] = mapped_column(String(64), index=True)
+    # Only the frames that await recompression (app/recompress.py): a handful, however big the table.
+    __table_args__ = (
+        Index("ix_blobs_to_recompress", "hash", sqlite_where=text("codec = 'zstd'"),
+              postgresql_where=text("codec = 'zstd'")),
+    )
 
 
 class LineIndex(Base):

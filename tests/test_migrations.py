@@ -146,6 +146,8 @@ def check_data_survived(url: str, tmp_path: Path) -> None:
         with client.app.state.db.engine.connect() as connection:
             # Revision 0003 names each slice's pack, so collecting blobs keeps the pack.
             assert connection.scalar(text("SELECT pack FROM blobs WHERE hash = :h"), {"h": SLICE}) == PACK
+            # Revision 0010 keeps the slice's offset alone in its data (the pack is in `pack`).
+            assert bytes(connection.scalar(text("SELECT data FROM blobs WHERE hash = :h"), {"h": SLICE})) == b"5"
         # Runs from before revision 0002 were on everyone's home page: they stay listed.
         assert [r["run"] for r in client.get("/index.json").json()["runs"]] == [RUN_ID]
         with client.app.state.db.engine.connect() as connection:
