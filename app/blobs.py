@@ -32,7 +32,7 @@ import zstandard
 from sqlalchemy import Table, insert, select
 from sqlalchemy.orm import Session
 
-from app.models import Blob
+from app.models import Blob, HexHash, to_db_hash
 
 PACK_BYTES = 4 << 20  # raw bytes per pack: bigger compresses a little better, reads a little slower
 PACK_COUNT = 2000  # most texts per pack (and per existence query)
@@ -84,6 +84,9 @@ def insert_rows(session: Session, table: Table, columns: tuple[str, ...], rows: 
         columns = (*columns, *(c.name for c in missing))
         defaults = tuple(c.default.arg for c in missing)
         rows = [row + defaults for row in rows]
+    for i, name in enumerate(columns):  # hashes are stored as bytes (the driver sees no SQLAlchemy type)
+        if isinstance(table.c[name].type, HexHash):
+            rows = [(*row[:i], to_db_hash(row[i]), *row[i + 1:]) for row in rows]
     quote = dialect.identifier_preparer.quote
     style = dialect.paramstyle
     if style == "qmark":
@@ -239,7 +242,8 @@ class BlobWriter:
         if dialect.name == "sqlite" or (dialect.name == "postgresql" and dialect.paramstyle in ("format", "pyformat")):
             mark = "?" if dialect.paramstyle == "qmark" else "%s"
             sql = f"SELECT hash FROM blobs WHERE hash IN ({', '.join(mark for _ in digests)})"
-            return {row[0] for row in self.session.connection().exec_driver_sql(sql, tuple(digests))}
+            found = self.session.connection().exec_driver_sql(sql, tuple(map(bytes.fromhex, digests)))
+            return {bytes(row[0]).hex() for row in found}
         return set(self.session.scalars(select(Blob.hash).where(Blob.hash.in_(digests))))
 
     def _store(self, rows: list[dict]) -> None:
