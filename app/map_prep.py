@@ -64,23 +64,31 @@ def prepare_pending(db: Database) -> int:
 async def map_prep_loop(db: Database, idle: float = IDLE_SECONDS, level: int = recompress.DEFAULT_LEVEL) -> None:
     from starlette.concurrency import run_in_threadpool
 
-    while True:
-        _wake.clear()
-        try:
-            done = await run_in_threadpool(prepare_pending, db)
-            if done:
-                log.info("map indexes: %d runs prepared", done)
-            # after the indexes, which a visit waits for (a new upload interrupts it: they come first)
-            squeezed = await run_in_threadpool(recompress.recompress_pending, db.session, level, _wake.is_set)
-            if squeezed.blobs:
-                log.info("recompress: %d texts, %d -> %d bytes", squeezed.blobs, squeezed.bytes_before,
-                         squeezed.bytes_after)
-        except Exception:
-            log.exception("map indexes: a round failed")
-        waited = 0.0  # sleep in the event loop, so shutdown's cancel ends the loop at once
-        while waited < idle and not _wake.is_set():
-            await asyncio.sleep(0.5)
-            waited += 0.5
+    stopping = threading.Event()  # shutdown: a recompression round ends after its current text
+
+    def interrupted() -> bool:  # a new upload's indexes come first
+        return _wake.is_set() or stopping.is_set()
+
+    try:
+        while True:
+            _wake.clear()
+            try:
+                done = await run_in_threadpool(prepare_pending, db)
+                if done:
+                    log.info("map indexes: %d runs prepared", done)
+                # after the indexes, which a visit waits for
+                squeezed = await run_in_threadpool(recompress.recompress_pending, db.session, level, interrupted)
+                if squeezed.blobs:
+                    log.info("recompress: %d texts, %d -> %d bytes", squeezed.blobs, squeezed.bytes_before,
+                             squeezed.bytes_after)
+            except Exception:
+                log.exception("map indexes: a round failed")
+            waited = 0.0  # sleep in the event loop, so shutdown's cancel ends the loop at once
+            while waited < idle and not _wake.is_set():
+                await asyncio.sleep(0.5)
+                waited += 0.5
+    finally:
+        stopping.set()
 
 
 def start_map_prep(db: Database, level: int = recompress.DEFAULT_LEVEL) -> asyncio.Task:

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
+from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from app import blobs
 from app.blobs import CODEC_STRONG, CODEC_ZSTD, BlobReader
+from app.main import create_app
 from app.models import Artifact, Blob, InputRecord, Snapshot
 from app.recompress import recompress_pending
+from app.settings import Settings
 from app.views.runs import _log_lines
 from tests.conftest import REPO, corpus_archive, ingest_paths
 
@@ -77,3 +81,18 @@ def test_compact_command(db, tmp_path):
     assert result.returncode == 0, result.stderr
     assert f"recompressed {frames} stored texts at zstd level 5" in result.stdout
     assert CODEC_ZSTD not in codecs(db)
+
+
+def test_the_server_recompresses_in_the_background(db, tmp_path):
+    run = ingest_paths(db, [corpus_archive("sm90_llvm")])
+    before = every_text(db)
+    url = db.engine.url.render_as_string(hide_password=False)
+    settings = Settings(db_url=url, data_dir=tmp_path, load_demo=False, recompress_level=3)
+    with TestClient(create_app(settings)) as client:
+        deadline = time.monotonic() + 60
+        while CODEC_ZSTD in codecs(db) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert CODEC_ZSTD not in codecs(db)
+        page = client.get(f"/runs/{run['run']}/c/1/s/0/raw")
+        assert page.status_code == 200 and page.content in before.values()
+    assert every_text(db) == before
