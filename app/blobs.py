@@ -1,11 +1,13 @@
 """Content-addressed blob storage: hash first, compress only what is new, insert in batches.
 
-Every blob row is addressed by the sha256 of its raw bytes and has one of three codecs:
+Every blob row is addressed by the sha256 of its raw bytes and has one of four codecs:
 
 - ``zstd``: ``data`` is one zstd frame of the whole text.
+- ``zstdx``: the same, recompressed at a strong level after ingest (app/recompress.py).
 - ``none``: ``data`` is the text itself.
-- ``zpack``: the text is a slice of a *pack*: ``data`` is ``b"<pack hash>:<offset>"`` and the text is
-  ``size`` bytes at ``offset`` in the pack blob's raw bytes. A pack is itself an ordinary ``zstd`` blob
+- ``zpack``: the text is a slice of a *pack*: ``pack`` names the pack, ``data`` is ``b"<offset>"`` (ASCII
+  digits; ``b"<pack hash>:<offset>"`` before migration 0010) and the text is ``size`` bytes at
+  ``offset`` in the pack blob's raw bytes. A pack is itself an ordinary ``zstd`` blob
   (addressed by the sha256 of its raw bytes) holding several new texts of one ingest back to back.
 
 Packs are how storage stays small: consecutive pass snapshots are near copies of each other, and one
@@ -30,13 +32,15 @@ import zstandard
 from sqlalchemy import Table, insert, select
 from sqlalchemy.orm import Session
 
-from app.models import Blob
+from app.models import Blob, HexHash, to_db_hash
 
 PACK_BYTES = 4 << 20  # raw bytes per pack: bigger compresses a little better, reads a little slower
 PACK_COUNT = 2000  # most texts per pack (and per existence query)
 MAX_IN_FLIGHT = 2  # packs being compressed at once: bounds the memory an ingest holds
 CODEC_ZSTD = "zstd"
 CODEC_PACKED = "zpack"
+CODEC_STRONG = "zstdx"  # a zstd frame recompressed at a strong level after ingest (app/recompress.py)
+ZSTD_CODECS = (CODEC_ZSTD, CODEC_STRONG)
 
 
 def compression_params() -> zstandard.ZstdCompressionParameters:
@@ -80,6 +84,9 @@ def insert_rows(session: Session, table: Table, columns: tuple[str, ...], rows: 
         columns = (*columns, *(c.name for c in missing))
         defaults = tuple(c.default.arg for c in missing)
         rows = [row + defaults for row in rows]
+    for i, name in enumerate(columns):  # hashes are stored as bytes (the driver sees no SQLAlchemy type)
+        if isinstance(table.c[name].type, HexHash):
+            rows = [(*row[:i], to_db_hash(row[i]), *row[i + 1:]) for row in rows]
     quote = dialect.identifier_preparer.quote
     style = dialect.paramstyle
     if style == "qmark":
@@ -145,7 +152,7 @@ def _compress_pack(members: list[tuple[str, bytes]], params: zstandard.ZstdCompr
     offset = 0
     for digest, data in members:
         rows.append(
-            {"hash": digest, "size": len(data), "codec": CODEC_PACKED, "data": f"{pack}:{offset}".encode(), "pack": pack}
+            {"hash": digest, "size": len(data), "codec": CODEC_PACKED, "data": b"%d" % offset, "pack": pack}
         )
         offset += len(data)
     return rows
@@ -235,7 +242,8 @@ class BlobWriter:
         if dialect.name == "sqlite" or (dialect.name == "postgresql" and dialect.paramstyle in ("format", "pyformat")):
             mark = "?" if dialect.paramstyle == "qmark" else "%s"
             sql = f"SELECT hash FROM blobs WHERE hash IN ({', '.join(mark for _ in digests)})"
-            return {row[0] for row in self.session.connection().exec_driver_sql(sql, tuple(digests))}
+            found = self.session.connection().exec_driver_sql(sql, tuple(map(bytes.fromhex, digests)))
+            return {bytes(row[0]).hex() for row in found}
         return set(self.session.scalars(select(Blob.hash).where(Blob.hash.in_(digests))))
 
     def _store(self, rows: list[dict]) -> None:
@@ -315,10 +323,10 @@ class BlobReader:
         return decompressor.decompress(data)
 
     def _raw(self, session: Session, blob: Blob) -> bytes:
-        if blob.codec == CODEC_ZSTD:
+        if blob.codec in ZSTD_CODECS:
             return self._decompress(blob.data)
         if blob.codec == CODEC_PACKED:
-            pack_hash, _, offset = bytes(blob.data).decode("ascii").partition(":")
+            pack_hash, offset = blob.pack, bytes(blob.data)
             pack = PACKS.get(pack_hash)
             if pack is None:
                 pack_blob = session.get(Blob, pack_hash)

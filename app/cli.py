@@ -284,6 +284,20 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compact(args: argparse.Namespace) -> int:
+    from app.recompress import recompress_pending
+
+    level = args.level if args.level is not None else _settings(args).recompress_level
+    db = _database(args)
+    try:
+        done = recompress_pending(db.session, level)
+    finally:
+        db.dispose()
+    print(f"recompressed {done.blobs} stored texts at zstd level {level}: "
+          f"{done.bytes_before:,} -> {done.bytes_after:,} bytes")
+    return 0
+
+
 def cmd_delete(args: argparse.Namespace) -> int:
     from app.retention import delete_run
 
@@ -579,6 +593,12 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("--db", help="database URL")
     index.add_argument("--quiet", action="store_true", help="no progress lines")
     index.set_defaults(handler=cmd_index)
+
+    compact = commands.add_parser("compact", help="recompress stored texts at a strong zstd level now "
+                                  "(the server does it in the background after each ingest)")
+    compact.add_argument("--db", help="database URL")
+    compact.add_argument("--level", type=int, help="zstd level (default: the recompress_level setting)")
+    compact.set_defaults(handler=cmd_compact)
 
     delete = commands.add_parser("delete", help="delete runs by id, and the blobs only they used")
     delete.add_argument("runs", nargs="+", metavar="RUN")

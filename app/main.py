@@ -82,7 +82,7 @@ def create_app(settings: Settings | None = None, background: bool = True) -> Fas
             load_demo(app.state.db, app.state.limits)
         retention = start_retention(app.state.db, settings.retention_days)
         # one in-process request (`serve --get`) does no background work
-        map_prep = start_map_prep(app.state.db) if background else None
+        map_prep = start_map_prep(app.state.db, settings.recompress_level) if background else None
         yield
         if map_prep:
             map_prep.cancel()

@@ -5,6 +5,8 @@ Not at ingest: indexing re-reads every stored text, which would double an ingest
 server instead indexes each run once it is stored (an upload wakes it; runs ingested from the
 command line, or before this existed, are found on its next round). A map visited before its run
 is indexed computes what it needs on the spot and stores it (line_index.indexes_for).
+
+Each round then recompresses the texts stored since the last one (app/recompress.py).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import threading
 
 from sqlalchemy import select
 
-from app import line_index
+from app import line_index, recompress
 from app.db import Database
 from app.models import Run
 
@@ -59,22 +61,35 @@ def prepare_pending(db: Database) -> int:
     return done
 
 
-async def map_prep_loop(db: Database, idle: float = IDLE_SECONDS) -> None:
+async def map_prep_loop(db: Database, idle: float = IDLE_SECONDS, level: int = recompress.DEFAULT_LEVEL) -> None:
     from starlette.concurrency import run_in_threadpool
 
-    while True:
-        _wake.clear()
-        try:
-            done = await run_in_threadpool(prepare_pending, db)
-            if done:
-                log.info("map indexes: %d runs prepared", done)
-        except Exception:
-            log.exception("map indexes: a round failed")
-        waited = 0.0  # sleep in the event loop, so shutdown's cancel ends the loop at once
-        while waited < idle and not _wake.is_set():
-            await asyncio.sleep(0.5)
-            waited += 0.5
+    stopping = threading.Event()  # shutdown: a recompression round ends after its current text
+
+    def interrupted() -> bool:  # a new upload's indexes come first
+        return _wake.is_set() or stopping.is_set()
+
+    try:
+        while True:
+            _wake.clear()
+            try:
+                done = await run_in_threadpool(prepare_pending, db)
+                if done:
+                    log.info("map indexes: %d runs prepared", done)
+                # after the indexes, which a visit waits for
+                squeezed = await run_in_threadpool(recompress.recompress_pending, db.session, level, interrupted)
+                if squeezed.blobs:
+                    log.info("recompress: %d texts, %d -> %d bytes", squeezed.blobs, squeezed.bytes_before,
+                             squeezed.bytes_after)
+            except Exception:
+                log.exception("map indexes: a round failed")
+            waited = 0.0  # sleep in the event loop, so shutdown's cancel ends the loop at once
+            while waited < idle and not _wake.is_set():
+                await asyncio.sleep(0.5)
+                waited += 0.5
+    finally:
+        stopping.set()
 
 
-def start_map_prep(db: Database) -> asyncio.Task:
-    return asyncio.create_task(map_prep_loop(db), name="irlens-map-prep")
+def start_map_prep(db: Database, level: int = recompress.DEFAULT_LEVEL) -> asyncio.Task:
+    return asyncio.create_task(map_prep_loop(db, level=level), name="irlens-map-prep")

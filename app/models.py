@@ -1,4 +1,5 @@
-"""Database schema. Texts live in `blobs`, addressed by content hash; rows refer to them by hash.
+"""Database schema. Texts live in `blobs`, addressed by content hash; rows refer to them by hash
+(32 bytes in the database, a 64-character hex string in Python: `HexHash`).
 
 Every change here needs an Alembic migration in migrations/versions (tests/test_migrations.py checks
 that the migrations and these models agree)."""
@@ -18,7 +19,9 @@ from sqlalchemy import (
     LargeBinary,
     String,
     Text,
+    TypeDecorator,
     false,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -31,16 +34,45 @@ class Base(DeclarativeBase):
     pass
 
 
+class HexHash(TypeDecorator):
+    """A sha256 stored as its 32 bytes, half its hex text (it is stored in a key, its index and every
+    row referring to it: 0.8 MB of the corpus database). Python code sees lowercase hex strings."""
+
+    impl = LargeBinary
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        return to_db_hash(value)
+
+    def process_result_value(self, value, dialect):
+        return None if value is None else bytes(value).hex()
+
+
+def to_db_hash(value: str | None) -> bytes | None:
+    """A hex hash as stored; text that is not hex (a mistyped URL) becomes bytes no hash equals."""
+    if value is None or isinstance(value, bytes):
+        return value
+    try:
+        return bytes.fromhex(value)
+    except ValueError:
+        return b"?" + value.encode("utf-8", "replace")
+
+
 class Blob(Base):
     """A stored text or binary, zstd-compressed, stored once however many runs refer to it."""
 
     __tablename__ = "blobs"
-    hash: Mapped[str] = mapped_column(String(64), primary_key=True)  # sha256 of the raw bytes
+    hash: Mapped[str] = mapped_column(HexHash, primary_key=True)  # sha256 of the raw bytes
     size: Mapped[int] = mapped_column(Integer)
-    codec: Mapped[str] = mapped_column(String(8))  # "zstd" | "none" | "zpack" (see app/blobs.py)
+    codec: Mapped[str] = mapped_column(String(8))  # "zstd" | "zstdx" | "none" | "zpack" (see app/blobs.py)
     data: Mapped[bytes] = mapped_column(LargeBinary)
     # For "zpack" rows: the pack blob holding this text, which must live while this row does.
-    pack: Mapped[str | None] = mapped_column(String(64), index=True)
+    pack: Mapped[str | None] = mapped_column(HexHash, index=True)
+    # Only the frames that await recompression (app/recompress.py): a handful, however big the table.
+    __table_args__ = (
+        Index("ix_blobs_to_recompress", "hash", sqlite_where=text("codec = 'zstd'"),
+              postgresql_where=text("codec = 'zstd'")),
+    )
 
 
 class LineIndex(Base):
@@ -51,7 +83,7 @@ class LineIndex(Base):
     read against that metadata table; empty after ``@`` when none)."""
 
     __tablename__ = "line_indexes"
-    blob: Mapped[str] = mapped_column(String(64), primary_key=True)
+    blob: Mapped[str] = mapped_column(HexHash, primary_key=True)
     context: Mapped[str] = mapped_column(String(80), primary_key=True)
     flags: Mapped[int] = mapped_column(Integer, default=0)
     files: Mapped[str] = mapped_column(Text, default="")  # JSON {file: located IR lines}
@@ -126,7 +158,7 @@ class Snapshot(Base):
     line: Mapped[int] = mapped_column(Integer)  # banner's line in the log
     size: Mapped[int] = mapped_column(Integer)
     line_count: Mapped[int] = mapped_column(Integer)
-    blob: Mapped[str] = mapped_column(ForeignKey("blobs.hash"), index=True)
+    blob: Mapped[str] = mapped_column(HexHash, ForeignKey("blobs.hash"), index=True)
     # The banner line as printed, interned: a few hundred distinct banners serve thousands of snapshots.
     banner_pk: Mapped[int] = mapped_column(ForeignKey("banners.pk"))
     banner: Mapped[Banner] = relationship()  # loaded on access only: no page lists raw banners
@@ -161,8 +193,8 @@ class Artifact(Base):
     kind: Mapped[str] = mapped_column(String(16))  # "ttir", "ttgir", "ptx", "json", "cubin", ...
     path: Mapped[str] = mapped_column(String(1000))
     size: Mapped[int] = mapped_column(Integer)
-    sha256: Mapped[str] = mapped_column(String(64))
-    blob: Mapped[str | None] = mapped_column(ForeignKey("blobs.hash"), index=True)  # None for binaries
+    sha256: Mapped[str] = mapped_column(HexHash)
+    blob: Mapped[str | None] = mapped_column(HexHash, ForeignKey("blobs.hash"), index=True)  # None for binaries
 
 
 class Timing(Base):
@@ -199,7 +231,7 @@ class Source(Base):
     pk: Mapped[int] = mapped_column(Integer, primary_key=True)
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
     path: Mapped[str] = mapped_column(String(1000))
-    blob: Mapped[str] = mapped_column(ForeignKey("blobs.hash"), index=True)
+    blob: Mapped[str] = mapped_column(HexHash, ForeignKey("blobs.hash"), index=True)
 
 
 class Diagnostic(Base):
@@ -228,7 +260,7 @@ class InputRecord(Base):
     size: Mapped[int | None] = mapped_column(Integer)
     role: Mapped[str] = mapped_column(String(32))  # "log", "cache", "kernel-dump", "source", "skipped", ...
     note: Mapped[str | None] = mapped_column(Text)
-    log_blob: Mapped[str | None] = mapped_column(ForeignKey("blobs.hash"), index=True)  # a log's non-IR lines
+    log_blob: Mapped[str | None] = mapped_column(HexHash, ForeignKey("blobs.hash"), index=True)  # a log's non-IR lines
 
 
 class Problem(Base):
@@ -242,7 +274,7 @@ class Problem(Base):
     path: Mapped[str | None] = mapped_column(String(1000))
     line: Mapped[int | None] = mapped_column(Integer)
     header: Mapped[str | None] = mapped_column(Text)
-    blob: Mapped[str | None] = mapped_column(ForeignKey("blobs.hash"), index=True)  # a damaged dump's text
+    blob: Mapped[str | None] = mapped_column(HexHash, ForeignKey("blobs.hash"), index=True)  # a damaged dump's text
 
 
 class ApiToken(Base):

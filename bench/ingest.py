@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.inputs import REPO, corpus_archives, raw_input_bytes
+from bench.inputs import REPO, archive_raw_bytes, corpus_archives
 
 IRLENS = str(Path(sys.executable).with_name("irlens"))
 
@@ -104,12 +104,59 @@ def db_breakdown(db_path: Path) -> dict:
     return {"blob_data_bytes": blob_bytes, "tables": tables}
 
 
-def bench_storage(workdir: Path, one_run: bool = False) -> dict:
-    """All corpus archives into one SQLite database (one ingest per archive), then VACUUM."""
-    db = workdir / "corpus.db"
+def _vacuum(db: Path) -> int:
+    with sqlite3.connect(db) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection = sqlite3.connect(db, isolation_level=None)
+    connection.execute("VACUUM")
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection.close()
+    return db.stat().st_size
+
+
+def cold_pack_reads(db: Path, rounds: int = 3) -> list[float]:
+    """Seconds to read one text of each pack with no pack or text cached (in process, best of
+    `rounds` per pack): what a cold snapshot or diff page pays for its text."""
+    from sqlalchemy import select
+
+    from app import blobs
+    from app.db import Database
+    from app.models import Blob
+
+    database = Database(f"sqlite:///{db}")
+    try:
+        with database.session() as session:
+            first: dict[str, str] = {}
+            for pack, digest in session.execute(select(Blob.pack, Blob.hash).where(Blob.codec == blobs.CODEC_PACKED)):
+                first.setdefault(pack, digest)
+            best = dict.fromkeys(first, float("inf"))
+            for _ in range(rounds):
+                for pack, digest in sorted(first.items()):
+                    blobs.PACKS.packs.clear()
+                    blobs.PACKS.size = 0
+                    session.expunge_all()
+                    start = time.perf_counter()
+                    blobs.BlobReader().get(session, digest)
+                    best[pack] = min(best[pack], time.perf_counter() - start)
+        return sorted(best.values())
+    finally:
+        database.dispose()
+
+
+def smallest_archives(count: int = 6) -> list[Path]:
+    """The `count` corpus archives with the fewest raw bytes: small captures, where per-row and
+    per-table costs weigh most against the texts."""
+    return sorted(corpus_archives(), key=lambda archive: archive_raw_bytes([archive]))[:count]
+
+
+def bench_storage(workdir: Path, one_run: bool = False, archives: list[Path] | None = None,
+                  name: str = "corpus.db") -> dict:
+    """Corpus archives (all by default) into one SQLite database, one ingest per archive, then VACUUM;
+    then `irlens compact` (what the server's background recompression reaches) and VACUUM again."""
+    db = workdir / name
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
-    archives = corpus_archives()
+    archives = archives or corpus_archives()
     start = time.perf_counter()
     if one_run:
         ingest(archives, db)
@@ -117,20 +164,29 @@ def bench_storage(workdir: Path, one_run: bool = False) -> dict:
         for archive in archives:
             ingest([archive], db)
     seconds = time.perf_counter() - start
-    with sqlite3.connect(db) as connection:
-        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    connection = sqlite3.connect(db, isolation_level=None)
-    connection.execute("VACUUM")
-    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    connection.close()
-    raw = raw_input_bytes()
-    stored = db.stat().st_size
+    ingested = _vacuum(db)
+    reads_before = cold_pack_reads(db)
+    compact = run_child([IRLENS, "compact", "--db", f"sqlite:///{db}"])
+    if compact.returncode != 0:
+        raise SystemExit(f"bench: irlens compact failed ({compact.returncode}):\n{compact.stderr.decode()[-4000:]}")
+    stored = _vacuum(db)
+    reads_after = cold_pack_reads(db)
+    raw = archive_raw_bytes(archives)
     breakdown = db_breakdown(db)
     return {
         "archives": len(archives),
+        "archive_names": [archive.name.removesuffix(".tar.xz") for archive in archives],
         "raw_bytes": raw,
         "db_bytes": stored,
         "share": stored / raw,
+        "ingested_bytes": ingested,  # before the background recompression
+        "ingested_share": ingested / raw,
+        "compact_cpu_seconds": compact.cpu_seconds,
+        # one text per pack, cold: after the recompression against right after ingest, same run
+        "cold_read_p50": statistics.median(reads_after) if reads_after else None,
+        "cold_read_max": max(reads_after, default=None),
+        "cold_read_p50_before": statistics.median(reads_before) if reads_before else None,
+        "cold_read_max_before": max(reads_before, default=None),
         "seconds": seconds,
         "db_path": str(db),
         **breakdown,

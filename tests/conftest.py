@@ -19,6 +19,10 @@ from app.ingest import Ingest
 from app.queries import run_summary
 from app.urls import Urls
 
+# Servers started by tests do not recompress stored texts in the background (level 19 takes ~25 s
+# of CPU for the corpus, beside the test); tests/test_recompress.py turns it on where it is tested.
+os.environ.setdefault("IRLENS_RECOMPRESS_LEVEL", "0")
+
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -145,7 +145,11 @@ def check_data_survived(url: str, tmp_path: Path) -> None:
         assert client.get(f"/runs/{RUN_ID}/c/1/s/1/raw").text == " world"
         with client.app.state.db.engine.connect() as connection:
             # Revision 0003 names each slice's pack, so collecting blobs keeps the pack.
-            assert connection.scalar(text("SELECT pack FROM blobs WHERE hash = :h"), {"h": SLICE}) == PACK
+            # (revision 0010 stores hashes as 32 bytes)
+            slice_key = {"h": bytes.fromhex(SLICE)}
+            assert bytes(connection.scalar(text("SELECT pack FROM blobs WHERE hash = :h"), slice_key)) == bytes.fromhex(PACK)
+            # Revision 0010 keeps the slice's offset alone in its data (the pack is in `pack`).
+            assert bytes(connection.scalar(text("SELECT data FROM blobs WHERE hash = :h"), slice_key)) == b"5"
         # Runs from before revision 0002 were on everyone's home page: they stay listed.
         assert [r["run"] for r in client.get("/index.json").json()["runs"]] == [RUN_ID]
         with client.app.state.db.engine.connect() as connection:
@@ -215,6 +219,9 @@ def test_db_upgrade_command_and_downgrade_round_trip(tmp_path):
         with engine.connect() as connection:
             assert current_revision(connection) == INITIAL_REVISION
             assert connection.scalar(text("SELECT title FROM runs")) == "before teams"
+            # hashes are hex text again, slices name their pack in their data
+            assert connection.scalar(text("SELECT blob FROM snapshots WHERE pk = 2")) == SLICE
+            assert bytes(connection.scalar(text("SELECT data FROM blobs WHERE hash = :h"), {"h": SLICE})) == f"{PACK}:5".encode()
     finally:
         engine.dispose()
     check_data_survived(url, tmp_path)

@@ -15,7 +15,7 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 
 from app import map_prep
 from app.auth import identify, upload_owner, visible_runs
-from app.blobs import BlobReader
+from app.blobs import ZSTD_CODECS, BlobReader
 from app.comparisons import run_variants
 from app.errors import error_json
 from app.ingest import Ingest, IngestError
@@ -218,7 +218,7 @@ LOG_EXCERPTS = 20  # logs shown inline on the run page; the rest by link
 
 def _log_chunks(blob: Blob, size: int = 1 << 16) -> Iterator[bytes]:
     """A stored log text, decompressed as it streams (log texts are zstd frames without a size)."""
-    if blob.codec != "zstd":
+    if blob.codec not in ZSTD_CODECS:
         yield blob.data
         return
     reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(blob.data), read_across_frames=True)
