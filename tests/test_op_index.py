@@ -166,12 +166,12 @@ def test_only_runs_the_reader_may_list_are_searched(db, tmp_path):
 
 def _rows(db: Database) -> set[tuple]:
     with db.session() as session:
-        return set(session.execute(
+        return {tuple(row) for row in session.execute(
             select(Compilation.run_id, Compilation.ordinal, OpTerm.name, CompilationTerm.first_index,
                    CompilationTerm.last_index)
             .join(Compilation, Compilation.pk == CompilationTerm.compilation_pk)
             .join(OpTerm, OpTerm.id == CompilationTerm.term_id)
-        ).tuples())
+        )}
 
 
 def test_backfill_indexes_older_runs_like_ingest_does(db, capsys, tmp_path):
