@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="irlens-bench-run-"))
     stages = set(args.only or STAGES)
     # 356 MiB = 373 MB: the size of the log issue 16's ingest target was measured on.
-    sizes = (200 * inputs.MiB, 356 * inputs.MiB, 400 * inputs.MiB) if args.quick else (inputs.GiB, 2 * inputs.GiB)
+    sizes = (200 * inputs.MiB, 356 * inputs.MiB, 400 * inputs.MiB) if args.quick else (356 * inputs.MiB, inputs.GiB, 2 * inputs.GiB)
     repeats = 1 if args.quick else args.repeats
 
     if "ingest" in stages:
