@@ -84,6 +84,7 @@ _STRING_OR_PAREN = re.compile(r'"(?:[^"\\\n]|\\.)*"|[()]')
 _LOC_ALIAS_LINE = re.compile(r"#loc\d*\s*=\s*loc\(|#di_\w+\s*=\s*#llvm\.di_")
 _LOC_LINE_KEY = "\x00loc"  # the one key every location alias line shares when locs are ignored
 _SIMPLE_TRAILING_LOC = re.compile(r" loc\((?:#loc\d*|unknown)\)")
+_TRAILING_LOCS = re.compile(_SIMPLE_TRAILING_LOC.pattern + "$", re.MULTILINE)  # one per line, at its end
 
 _FUNC_LINE = re.compile(r"\s*(?:[\w.]+\.)?func\b")
 
@@ -190,28 +191,27 @@ def _skeleton_lines(lines: list[str], ssa: bool = True, alias: bool = True) -> l
 def _prepare(lines: list[str], options: DiffOptions) -> tuple[list[str], list[str], list[bool]]:
     """(compared text, alignment key, is-ignored-line) for every line."""
     ignored = [False] * len(lines)
-    if options.loc:
+    if options.loc or not lines:
         compared = [line.rstrip() for line in lines]
     else:
-        compared = []
-        append = compared.append
-        trailing_loc = _SIMPLE_TRAILING_LOC.fullmatch
-        for index, line in enumerate(lines):
+        # The common line holds no `loc(` but a simple trailing one: one substitution over the
+        # whole text drops those, and a C-level rstrip finishes them. A line that still holds
+        # `loc(` or starts with `#` (alias definitions: `#loc3 = loc(#loc1)` loses its tail too)
+        # goes through the line-by-line rules below, from its original text.
+        dropped = _TRAILING_LOCS.sub("", "\n".join(lines)).split("\n")
+        compared = list(map(str.rstrip, dropped))
+        special = [i for i, line in enumerate(dropped) if _LOC_CALL in line or line[:1] == "#"]
+        for index in special:
+            line = lines[index]
             if _LOC_CALL not in line:
                 if line.startswith("#di_") and _LOC_ALIAS_LINE.match(line):
-                    append(_LOC_LINE_KEY)
+                    compared[index] = _LOC_LINE_KEY
                     ignored[index] = True
-                else:
-                    append(line.rstrip())
             elif line.startswith("#") and _LOC_ALIAS_LINE.match(line):
-                append(_LOC_LINE_KEY)
+                compared[index] = _LOC_LINE_KEY
                 ignored[index] = True
             else:
-                last = line.rfind(" loc(")
-                if last >= 0 and trailing_loc(line, last) and line.find(_LOC_CALL, 0, last) < 0:
-                    append(line[:last].rstrip())  # the common case of _strip_locs, inline
-                else:
-                    append(_strip_locs(line).rstrip())
+                compared[index] = _strip_locs(line).rstrip()
     keys = _skeleton_lines(compared, options.ssa, options.alias) if options.ssa or options.alias else compared
     return compared, keys, ignored
 
