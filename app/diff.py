@@ -24,6 +24,7 @@ normalised, what is shown is not.
 
 from __future__ import annotations
 
+import operator
 import re
 import threading
 from bisect import bisect_left, bisect_right
@@ -727,6 +728,18 @@ def _pair_by_op(
             yield op, a0 + i0, a0 + i1, b0 + j0, b0 + j1
 
 
+def _runs(flags: list[bool], start: int, end: int) -> Iterator[tuple[int, int, bool]]:
+    """flags[start:end] cut where the flag changes: (start, stop, flag) per run, found by list.index (C)."""
+    while start < end:
+        value = flags[start]
+        try:
+            stop = flags.index(not value, start + 1, end)
+        except ValueError:
+            stop = end
+        yield start, stop, value
+        start = stop
+
+
 def _segments(
     opcodes: list[tuple[str, int, int, int, int]],
     a_keys: list[int],
@@ -760,27 +773,18 @@ def _segments(
         else:
             segments.append(Segment(op, a0, a1, b0, b1, ignored))
 
-    def runs(start: int, end: int, flag: Callable[[int], bool]) -> Iterator[tuple[int, int, bool]]:
-        """[start, end) cut where flag(i) changes."""
-        while start < end:
-            value = flag(start)
-            stop = start + 1
-            while stop < end and flag(stop) == value:
-                stop += 1
-            yield start, stop, value
-            start = stop
-
     for op, a0, a1, b0, b1 in pieces:
         if op == REPLACE:
             # a pair whose keys agree (two location lines, say) is not a change
             shift = b0 - a0
-            for start, stop, same in runs(a0, a1, lambda i: a_keys[i] == b_keys[i + shift]):  # noqa: B023
-                add(EQUAL if same else REPLACE, start, stop, start + shift, stop + shift)
+            same = list(map(operator.eq, a_keys[a0:a1], b_keys[b0:b1]))
+            for start, stop, agree in _runs(same, 0, a1 - a0):
+                add(EQUAL if agree else REPLACE, a0 + start, a0 + stop, a0 + start + shift, a0 + stop + shift)
         elif op == DELETE:
-            for start, stop, ignored in runs(a0, a1, a_ignored.__getitem__):
+            for start, stop, ignored in _runs(a_ignored, a0, a1):
                 add(DELETE, start, stop, b0, b0, ignored)
         elif op == INSERT:
-            for start, stop, ignored in runs(b0, b1, b_ignored.__getitem__):
+            for start, stop, ignored in _runs(b_ignored, b0, b1):
                 add(INSERT, a0, a0, start, stop, ignored)
         else:
             add(op, a0, a1, b0, b1)
