@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import gc
 import hashlib
+import itertools
 import json
 import sqlite3
 import sys
@@ -32,7 +33,7 @@ def adjacent_pairs(db_path: Path) -> list[tuple[str, str]]:
             'select compilation_pk, "index", blob from snapshots order by compilation_pk, "index"'
         ).fetchall()
     pairs, seen = [], set()
-    for (c1, i1, b1), (c2, i2, b2) in zip(rows, rows[1:]):
+    for (c1, i1, b1), (c2, i2, b2) in itertools.pairwise(rows):
         if c1 == c2 and i2 == i1 + 1 and b1 != b2 and (b1, b2) not in seen:
             seen.add((b1, b2))
             pairs.append((b1, b2))
