@@ -175,14 +175,20 @@ def _skeleton(text: str, ssa: bool = True, alias: bool = True) -> str:
     """
     if ssa and ("%" in text or "^" in text):
         parts = _SSA_SPLIT.split(text)
-        parts[1::2] = map(str.rstrip, parts[1::2], repeat("0123456789_"))
-        text = "".join(parts)
+        names = parts[1::2]
+        stripped = list(map(str.rstrip, names, repeat("0123456789_")))
+        if stripped != names:  # a copy of the text only when some name loses its number
+            parts[1::2] = stripped
+            text = "".join(parts)
         if "^bb" in text:
             text = _BLOCK_NUMBER.sub("^bb", text)
     if alias and "#" in text:
         parts = _ALIAS_SPLIT.split(text)
-        parts[1::2] = map(str.rstrip, parts[1::2], repeat("0123456789"))
-        text = "".join(parts)
+        names = parts[1::2]
+        stripped = list(map(str.rstrip, names, repeat("0123456789")))
+        if stripped != names:
+            parts[1::2] = stripped
+            text = "".join(parts)
     return text
 
 
@@ -191,8 +197,13 @@ def _skeleton_lines(lines: list[str], ssa: bool = True, alias: bool = True) -> l
     return keys if len(keys) == len(lines) else [_skeleton(line, ssa, alias) for line in lines]
 
 
-def _prepare(lines: list[str], options: DiffOptions) -> tuple[list[str], list[str], list[bool]]:
-    """(compared text, alignment key, is-ignored-line) for every line."""
+def _prepare(
+    lines: list[str], options: DiffOptions, text: str | None = None
+) -> tuple[list[str], list[str], list[bool]]:
+    """(compared text, alignment key, is-ignored-line) for every line.
+
+    `text`, when given, is what `lines` were split from (spares joining them again).
+    """
     ignored = [False] * len(lines)
     if options.loc or not lines:
         compared = [line.rstrip() for line in lines]
@@ -201,7 +212,11 @@ def _prepare(lines: list[str], options: DiffOptions) -> tuple[list[str], list[st
         # whole text drops those, and a C-level rstrip finishes them. A line that still holds
         # `loc(` or starts with `#` (alias definitions: `#loc3 = loc(#loc1)` loses its tail too)
         # goes through the line-by-line rules below, from its original text.
-        dropped = _TRAILING_LOCS.sub("", "\n".join(lines)).split("\n")
+        if text is None or "\r" in text:
+            text = "\n".join(lines)
+        dropped = _TRAILING_LOCS.sub("", text).split("\n")  # never drops a newline
+        if len(dropped) > len(lines):  # the text's final newline
+            dropped.pop()
         compared = list(map(str.rstrip, dropped))
         special = [i for i, line in enumerate(dropped) if _LOC_CALL in line or line[:1] == "#"]
         for index in special:
@@ -796,8 +811,8 @@ def _segments(
 def diff_texts(a_text: str, b_text: str, options: DiffOptions = DiffOptions()) -> DiffResult:
     """Diff two IR texts line by line, comparing normalised lines and keeping the originals."""
     a_lines, b_lines = split_lines(a_text), split_lines(b_text)
-    a_compared, a_key_text, a_ignored = _prepare(a_lines, options)
-    b_compared, b_key_text, b_ignored = _prepare(b_lines, options)
+    a_compared, a_key_text, a_ignored = _prepare(a_lines, options, a_text)
+    b_compared, b_key_text, b_ignored = _prepare(b_lines, options, b_text)
     a_keys, b_keys = _intern(a_key_text, b_key_text)
     opcodes = list(_opcodes(match_blocks(a_keys, b_keys, _ALIGN_EFFORT), len(a_keys), len(b_keys)))
     renames: dict[str, str] = {}

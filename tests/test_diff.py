@@ -160,6 +160,9 @@ def test_prepare_over_the_whole_text_matches_the_line_by_line_rules():
         compared, keys, ignored = _prepare(lines, DiffOptions())
         assert (compared, ignored) == _line_by_line(lines)
         assert keys is compared
+        # given the text the lines came from (with or without its final newline, CRs or not)
+        for source in (text, text + "\n", text.rstrip("\n")):
+            assert _prepare(split_lines(source), DiffOptions(), source)[:2] == (compared, keys)
     assert _prepare([], DiffOptions()) == ([], [], [])
 
 
