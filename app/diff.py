@@ -687,18 +687,15 @@ def _check_renames(
 # ---------------------------------------------------------------------------------------------
 # pairing inside changed blocks
 
-_OP_WORD = re.compile(r'"[^"]*"|[^\s(<{:,=]+')
+# The operation a line holds: `tt.load` in `%x = tt.load %p : ...`; the alias kind for `#a = #ttg.x<`.
+# Leading blanks, then (for a line defining a value or alias) everything up to the first " = ", then
+# a quoted or plain word; failing a word, the rest of the line. One match per line that stops after
+# the word: no copies of long lines (LLVM struct types run to thousands of characters).
+_OP_LINE = re.compile(r'\s*+(?:[%#].*? = )?+(?:("[^"]*"|[^\s(<{:,=]+)|(.*))')
 
 
-def _op_name(text: str) -> str:
-    """The operation a line holds: `tt.load` in `%x = tt.load %p : ...`; the alias kind for `#a = #ttg.x<`."""
-    stripped = text.lstrip()
-    if stripped[:1] in ("%", "#"):
-        eq = stripped.find(" = ")
-        if eq >= 0:
-            stripped = stripped[eq + 3 :]
-    match = _OP_WORD.match(stripped)
-    return match.group() if match else stripped
+def _op_names(lines: list[str]) -> list[str]:
+    return [match[1] or match[2] for match in map(_OP_LINE.match, lines)]
 
 
 _PAIR_BY_OP_WINDOW = 250_000  # larger unmatched blocks are not paired by operation name
@@ -733,7 +730,7 @@ def _pair_by_op(
         yield INSERT, a1, a1, b0, b1
         return
     a_ids, b_ids = _intern(
-        [_op_name(a_text[i]) for i in range(a0, a1)], [_op_name(b_text[j]) for j in range(b0, b1)]
+_op_names(a_text[a0:a1]), _op_names(b_text[b0:b1])
     )
     for op, i0, i1, j0, j1 in _opcodes(match_blocks(a_ids, b_ids, _PAIR_EFFORT), len(a_ids), len(b_ids)):
         if op == EQUAL:

@@ -18,6 +18,7 @@ from app.diff import (
     _LOC_LINE_KEY,
     DiffOptions,
     Hunk,
+    _op_names,
     _prepare,
     _runs,
     _strip_locs,
@@ -407,3 +408,22 @@ def test_segments_cut_runs_where_the_flag_changes():
         assert set(flags[start:stop]) == {value}
     assert [value for _, _, value in runs] == [v for v, _ in itertools.groupby(flags[3:-2])]
     assert list(_runs(flags, 5, 5)) == []
+
+
+def _op_name_reference(text: str) -> str:
+    """The pairing's operation name, step by step: the rule `_op_names` does in one match."""
+    stripped = text.lstrip()
+    if stripped[:1] in ("%", "#"):
+        eq = stripped.find(" = ")
+        if eq >= 0:
+            stripped = stripped[eq + 3 :]
+    match = re.match(r'"[^"]*"|[^\s(<{:,=]+', stripped)
+    return match.group() if match else stripped
+
+
+def test_op_names_follow_the_step_by_step_rule():
+    lines = [line for index in range(len(dumps())) for line in split_lines(body(index))]
+    # and the edge shapes of the rule: no word after " = ", blank lines, tabs, a quoted op
+    lines += ["", "  \t", "%0 = (x)", "  %1 = ", '%2 = "tt.reduce"(%1) ({', "#a = #b = c", "} loc(#loc3)"]
+    assert _op_names(lines) == [_op_name_reference(line) for line in lines]
+    assert "tt.load" in _op_names(lines)
