@@ -695,6 +695,7 @@ _OP_LINE = re.compile(r'\s*+(?:[%#].*? = )?+(?:("[^"]*"|[^\s(<{:,=]+)|(.*))')
 
 
 def _op_names(lines: list[str]) -> list[str]:
+    """Each line's operation name (see _OP_LINE); a name never is empty, the rest of a line may be."""
     return [match[1] or match[2] for match in map(_OP_LINE.match, lines)]
 
 
@@ -729,9 +730,7 @@ def _pair_by_op(
         yield DELETE, a0, a1, b0, b0
         yield INSERT, a1, a1, b0, b1
         return
-    a_ids, b_ids = _intern(
-_op_names(a_text[a0:a1]), _op_names(b_text[b0:b1])
-    )
+    a_ids, b_ids = _intern(_op_names(a_text[a0:a1]), _op_names(b_text[b0:b1]))
     for op, i0, i1, j0, j1 in _opcodes(match_blocks(a_ids, b_ids, _PAIR_EFFORT), len(a_ids), len(b_ids)):
         if op == EQUAL:
             yield REPLACE, a0 + i0, a0 + i1, b0 + j0, b0 + j1
