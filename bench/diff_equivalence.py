@@ -5,7 +5,8 @@ blobs) of a corpus database, with default options and with SSA+alias numbering i
 per pair a digest of the segments plus the paired/equal row totals and the CPU time to OUT (JSON).
 With `--against OLD` (the same run on the code before the change) it lists every pair whose segments
 differ, and whether any alignment got shorter (fewer equal rows). DB is the bench's corpus database
-(`python -m bench --quick --only storage` leaves it in $TMPDIR/irlens-bench/<hash>/corpus.db).
+(`python -m bench --quick --only storage --keep` keeps it: corpus.db in the run's directory). Run
+it from a copy: a server of a newer checkout may migrate the database past this code's schema.
 """
 
 from __future__ import annotations
