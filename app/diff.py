@@ -24,6 +24,7 @@ normalised, what is shown is not.
 
 from __future__ import annotations
 
+import operator
 import re
 import threading
 from bisect import bisect_left, bisect_right
@@ -84,6 +85,7 @@ _STRING_OR_PAREN = re.compile(r'"(?:[^"\\\n]|\\.)*"|[()]')
 _LOC_ALIAS_LINE = re.compile(r"#loc\d*\s*=\s*loc\(|#di_\w+\s*=\s*#llvm\.di_")
 _LOC_LINE_KEY = "\x00loc"  # the one key every location alias line shares when locs are ignored
 _SIMPLE_TRAILING_LOC = re.compile(r" loc\((?:#loc\d*|unknown)\)")
+_TRAILING_LOCS = re.compile(_SIMPLE_TRAILING_LOC.pattern + "$", re.MULTILINE)  # one per line, at its end
 
 _FUNC_LINE = re.compile(r"\s*(?:[\w.]+\.)?func\b")
 
@@ -95,6 +97,8 @@ def split_lines(text: str) -> list[str]:
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
+    if "\r" not in text:  # a C-speed scan spares a pass over every line
+        return lines
     return [line.removesuffix("\r") for line in lines]
 
 
@@ -171,14 +175,20 @@ def _skeleton(text: str, ssa: bool = True, alias: bool = True) -> str:
     """
     if ssa and ("%" in text or "^" in text):
         parts = _SSA_SPLIT.split(text)
-        parts[1::2] = map(str.rstrip, parts[1::2], repeat("0123456789_"))
-        text = "".join(parts)
+        names = parts[1::2]
+        stripped = list(map(str.rstrip, names, repeat("0123456789_")))
+        if stripped != names:  # a copy of the text only when some name loses its number
+            parts[1::2] = stripped
+            text = "".join(parts)
         if "^bb" in text:
             text = _BLOCK_NUMBER.sub("^bb", text)
     if alias and "#" in text:
         parts = _ALIAS_SPLIT.split(text)
-        parts[1::2] = map(str.rstrip, parts[1::2], repeat("0123456789"))
-        text = "".join(parts)
+        names = parts[1::2]
+        stripped = list(map(str.rstrip, names, repeat("0123456789")))
+        if stripped != names:
+            parts[1::2] = stripped
+            text = "".join(parts)
     return text
 
 
@@ -187,31 +197,39 @@ def _skeleton_lines(lines: list[str], ssa: bool = True, alias: bool = True) -> l
     return keys if len(keys) == len(lines) else [_skeleton(line, ssa, alias) for line in lines]
 
 
-def _prepare(lines: list[str], options: DiffOptions) -> tuple[list[str], list[str], list[bool]]:
-    """(compared text, alignment key, is-ignored-line) for every line."""
+def _prepare(
+    lines: list[str], options: DiffOptions, text: str | None = None
+) -> tuple[list[str], list[str], list[bool]]:
+    """(compared text, alignment key, is-ignored-line) for every line.
+
+    `text`, when given, is what `lines` were split from (spares joining them again).
+    """
     ignored = [False] * len(lines)
-    if options.loc:
+    if options.loc or not lines:
         compared = [line.rstrip() for line in lines]
     else:
-        compared = []
-        append = compared.append
-        trailing_loc = _SIMPLE_TRAILING_LOC.fullmatch
-        for index, line in enumerate(lines):
+        # The common line holds no `loc(` but a simple trailing one: one substitution over the
+        # whole text drops those, and a C-level rstrip finishes them. A line that still holds
+        # `loc(` or starts with `#` (alias definitions: `#loc3 = loc(#loc1)` loses its tail too)
+        # goes through the line-by-line rules below, from its original text.
+        if text is None or "\r" in text:
+            text = "\n".join(lines)
+        dropped = _TRAILING_LOCS.sub("", text).split("\n")  # never drops a newline
+        if len(dropped) > len(lines):  # the text's final newline
+            dropped.pop()
+        compared = list(map(str.rstrip, dropped))
+        special = [i for i, line in enumerate(dropped) if _LOC_CALL in line or line[:1] == "#"]
+        for index in special:
+            line = lines[index]
             if _LOC_CALL not in line:
                 if line.startswith("#di_") and _LOC_ALIAS_LINE.match(line):
-                    append(_LOC_LINE_KEY)
+                    compared[index] = _LOC_LINE_KEY
                     ignored[index] = True
-                else:
-                    append(line.rstrip())
             elif line.startswith("#") and _LOC_ALIAS_LINE.match(line):
-                append(_LOC_LINE_KEY)
+                compared[index] = _LOC_LINE_KEY
                 ignored[index] = True
             else:
-                last = line.rfind(" loc(")
-                if last >= 0 and trailing_loc(line, last) and line.find(_LOC_CALL, 0, last) < 0:
-                    append(line[:last].rstrip())  # the common case of _strip_locs, inline
-                else:
-                    append(_strip_locs(line).rstrip())
+                compared[index] = _strip_locs(line).rstrip()
     keys = _skeleton_lines(compared, options.ssa, options.alias) if options.ssa or options.alias else compared
     return compared, keys, ignored
 
@@ -669,18 +687,16 @@ def _check_renames(
 # ---------------------------------------------------------------------------------------------
 # pairing inside changed blocks
 
-_OP_WORD = re.compile(r'"[^"]*"|[^\s(<{:,=]+')
+# The operation a line holds: `tt.load` in `%x = tt.load %p : ...`; the alias kind for `#a = #ttg.x<`.
+# Leading blanks, then (for a line defining a value or alias) everything up to the first " = ", then
+# a quoted or plain word; failing a word, the rest of the line. One match per line that stops after
+# the word: no copies of long lines (LLVM struct types run to thousands of characters).
+_OP_LINE = re.compile(r'\s*+(?:[%#].*? = )?+(?:("[^"]*"|[^\s(<{:,=]+)|(.*))')
 
 
-def _op_name(text: str) -> str:
-    """The operation a line holds: `tt.load` in `%x = tt.load %p : ...`; the alias kind for `#a = #ttg.x<`."""
-    stripped = text.lstrip()
-    if stripped[:1] in ("%", "#"):
-        eq = stripped.find(" = ")
-        if eq >= 0:
-            stripped = stripped[eq + 3 :]
-    match = _OP_WORD.match(stripped)
-    return match.group() if match else stripped
+def _op_names(lines: list[str]) -> list[str]:
+    """Each line's operation name (see _OP_LINE); a name never is empty, the rest of a line may be."""
+    return [match[1] or match[2] for match in map(_OP_LINE.match, lines)]
 
 
 _PAIR_BY_OP_WINDOW = 250_000  # larger unmatched blocks are not paired by operation name
@@ -714,9 +730,7 @@ def _pair_by_op(
         yield DELETE, a0, a1, b0, b0
         yield INSERT, a1, a1, b0, b1
         return
-    a_ids, b_ids = _intern(
-        [_op_name(a_text[i]) for i in range(a0, a1)], [_op_name(b_text[j]) for j in range(b0, b1)]
-    )
+    a_ids, b_ids = _intern(_op_names(a_text[a0:a1]), _op_names(b_text[b0:b1]))
     for op, i0, i1, j0, j1 in _opcodes(match_blocks(a_ids, b_ids, _PAIR_EFFORT), len(a_ids), len(b_ids)):
         if op == EQUAL:
             yield REPLACE, a0 + i0, a0 + i1, b0 + j0, b0 + j1
@@ -725,6 +739,18 @@ def _pair_by_op(
             yield INSERT, a0 + i1, a0 + i1, b0 + j0, b0 + j1
         else:
             yield op, a0 + i0, a0 + i1, b0 + j0, b0 + j1
+
+
+def _runs(flags: list[bool], start: int, end: int) -> Iterator[tuple[int, int, bool]]:
+    """flags[start:end] cut where the flag changes: (start, stop, flag) per run, found by list.index (C)."""
+    while start < end:
+        value = flags[start]
+        try:
+            stop = flags.index(not value, start + 1, end)
+        except ValueError:
+            stop = end
+        yield start, stop, value
+        start = stop
 
 
 def _segments(
@@ -760,27 +786,18 @@ def _segments(
         else:
             segments.append(Segment(op, a0, a1, b0, b1, ignored))
 
-    def runs(start: int, end: int, flag: Callable[[int], bool]) -> Iterator[tuple[int, int, bool]]:
-        """[start, end) cut where flag(i) changes."""
-        while start < end:
-            value = flag(start)
-            stop = start + 1
-            while stop < end and flag(stop) == value:
-                stop += 1
-            yield start, stop, value
-            start = stop
-
     for op, a0, a1, b0, b1 in pieces:
         if op == REPLACE:
             # a pair whose keys agree (two location lines, say) is not a change
             shift = b0 - a0
-            for start, stop, same in runs(a0, a1, lambda i: a_keys[i] == b_keys[i + shift]):  # noqa: B023
-                add(EQUAL if same else REPLACE, start, stop, start + shift, stop + shift)
+            same = list(map(operator.eq, a_keys[a0:a1], b_keys[b0:b1]))
+            for start, stop, agree in _runs(same, 0, a1 - a0):
+                add(EQUAL if agree else REPLACE, a0 + start, a0 + stop, a0 + start + shift, a0 + stop + shift)
         elif op == DELETE:
-            for start, stop, ignored in runs(a0, a1, a_ignored.__getitem__):
+            for start, stop, ignored in _runs(a_ignored, a0, a1):
                 add(DELETE, start, stop, b0, b0, ignored)
         elif op == INSERT:
-            for start, stop, ignored in runs(b0, b1, b_ignored.__getitem__):
+            for start, stop, ignored in _runs(b_ignored, b0, b1):
                 add(INSERT, a0, a0, start, stop, ignored)
         else:
             add(op, a0, a1, b0, b1)
@@ -790,8 +807,8 @@ def _segments(
 def diff_texts(a_text: str, b_text: str, options: DiffOptions = DiffOptions()) -> DiffResult:
     """Diff two IR texts line by line, comparing normalised lines and keeping the originals."""
     a_lines, b_lines = split_lines(a_text), split_lines(b_text)
-    a_compared, a_key_text, a_ignored = _prepare(a_lines, options)
-    b_compared, b_key_text, b_ignored = _prepare(b_lines, options)
+    a_compared, a_key_text, a_ignored = _prepare(a_lines, options, a_text)
+    b_compared, b_key_text, b_ignored = _prepare(b_lines, options, b_text)
     a_keys, b_keys = _intern(a_key_text, b_key_text)
     opcodes = list(_opcodes(match_blocks(a_keys, b_keys, _ALIGN_EFFORT), len(a_keys), len(b_keys)))
     renames: dict[str, str] = {}

@@ -15,11 +15,17 @@ from functools import cache
 import pytest
 
 from app.diff import (
+    _LOC_LINE_KEY,
     DiffOptions,
     Hunk,
+    _op_names,
+    _prepare,
+    _runs,
+    _strip_locs,
     apply_hunks,
     diff_texts,
     inline_changes,
+    is_loc_line,
     loc_spans,
     match_blocks,
     split_lines,
@@ -125,6 +131,40 @@ def test_locations_are_ignored_by_default_and_compared_with_loc():
     assert not compared.identical
     # every line with a location changed, and the moved Python line
     assert compared.stats["changed_lines"] + compared.stats["added"] >= len(split_lines(a)) // 2
+
+
+def _line_by_line(lines: list[str]) -> tuple[list[str], list[bool]]:
+    """What `_prepare` computes, one line at a time with the public rules: the reference."""
+    compared, ignored = [], []
+    for line in lines:
+        ignored.append(is_loc_line(line))
+        compared.append(_LOC_LINE_KEY if ignored[-1] else _strip_locs(line).rstrip())
+    return compared, ignored
+
+
+def _loc_variants(text: str) -> str:
+    """A real dump rewritten into the shapes the whole-text pass must leave to the line rules:
+    CRLF endings, an alias of an alias (`#loc3 = loc(#loc1)`, whose tail looks like a trailing
+    location), a second location before the trailing one, trailing blanks after a location."""
+    text = re.sub(r"^(#loc\d+) = loc\(.*\)$", r"\1 = loc(#loc1)", text, count=3, flags=re.MULTILINE)
+    text = re.sub(r"^([^#].*\S) (loc\(#loc\d*\))$", r"\1 loc(unknown) \2", text, count=3, flags=re.MULTILINE)
+    text = re.sub(r"^([^#].* loc\(#loc\d*\))$", "\\1  \t", text, count=3, flags=re.MULTILINE)
+    return text.replace("\n", "\r\n", 20)
+
+
+def test_prepare_over_the_whole_text_matches_the_line_by_line_rules():
+    texts = [body(index) for index in range(len(dumps()))]
+    variants = [_loc_variants(body(index)) for index in (0, TTGIR, LLVM)]
+    assert all(variant != body(index) for variant, index in zip(variants, (0, TTGIR, LLVM)))
+    for text in texts + variants:
+        lines = split_lines(text)
+        compared, keys, ignored = _prepare(lines, DiffOptions())
+        assert (compared, ignored) == _line_by_line(lines)
+        assert keys is compared
+        # given the text the lines came from (with or without its final newline, CRs or not)
+        for source in (text, text + "\n", text.rstrip("\n")):
+            assert _prepare(split_lines(source), DiffOptions(), source)[:2] == (compared, keys)
+    assert _prepare([], DiffOptions()) == ([], [], [])
 
 
 def test_location_alias_lines_added_at_the_end_are_no_change():
@@ -357,3 +397,33 @@ def test_renamed_names_are_not_marked_when_numbering_is_ignored():
     assert [b[s:e] for s, e in b_spans] == ["%mask_2"]
     a_spans, _ = inline_changes(a, b)  # numbering compared: the renamed names are changes too
     assert {"%x_8", "%x_6"} <= {a[s:e] for s, e in a_spans}
+
+
+def test_segments_cut_runs_where_the_flag_changes():
+    flags = [line.startswith("#loc") for line in split_lines(body(TTGIR))]
+    runs = list(_runs(flags, 3, len(flags) - 2))
+    assert runs[0][0] == 3 and runs[-1][1] == len(flags) - 2
+    assert all(stop == start for (_, stop, _), (start, _, _) in itertools.pairwise(runs))
+    for start, stop, value in runs:
+        assert set(flags[start:stop]) == {value}
+    assert [value for _, _, value in runs] == [v for v, _ in itertools.groupby(flags[3:-2])]
+    assert list(_runs(flags, 5, 5)) == []
+
+
+def _op_name_reference(text: str) -> str:
+    """The pairing's operation name, step by step: the rule `_op_names` does in one match."""
+    stripped = text.lstrip()
+    if stripped[:1] in ("%", "#"):
+        eq = stripped.find(" = ")
+        if eq >= 0:
+            stripped = stripped[eq + 3 :]
+    match = re.match(r'"[^"]*"|[^\s(<{:,=]+', stripped)
+    return match.group() if match else stripped
+
+
+def test_op_names_follow_the_step_by_step_rule():
+    lines = [line for index in range(len(dumps())) for line in split_lines(body(index))]
+    # and the edge shapes of the rule: no word after " = ", blank lines, tabs, a quoted op
+    lines += ["", "  \t", "%0 = (x)", "  %1 = ", '%2 = "tt.reduce"(%1) ({', "#a = #b = c", "} loc(#loc3)"]
+    assert _op_names(lines) == [_op_name_reference(line) for line in lines]
+    assert "tt.load" in _op_names(lines)
