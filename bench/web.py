@@ -193,17 +193,27 @@ def measure_latency(db_path: Path, targets: Targets, rounds: int = 3, warm_repea
             pid = _server_pid()
             fetch(client, targets.warmup)
             fetch(client, f"{targets.warmup}/raw")
-            for latency, paths, spent in zip(sets, urls, cpu):
-                for path in paths:
-                    before = _cpu_seconds(pid)
-                    latency.cold.append(fetch(client, path))
-                    after = _cpu_seconds(pid)
-                    if before is not None and after is not None:
-                        spent.append(after - before)
-            for latency, paths in zip(sets, urls):
-                for _ in range(warm_repeats if latency.label != "snapshot largest" else warm_repeats * 2):
-                    for path in paths:
-                        latency.warm.append(fetch(client, path))
+            _cold_then_warm(client, pid, sets, urls, cpu,
+                            lambda latency: warm_repeats * (2 if latency.label == "snapshot largest" else 1))
+    return _summaries(sets, cpu)
+
+
+def _cold_then_warm(client, pid, sets, urls, cpu, warm_rounds) -> None:
+    """Each page once cold (with the server's CPU time for it), then warm `warm_rounds(latency)` times."""
+    for latency, paths, spent in zip(sets, urls, cpu):
+        for path in paths:
+            before = _cpu_seconds(pid)
+            latency.cold.append(fetch(client, path))
+            after = _cpu_seconds(pid)
+            if before is not None and after is not None:
+                spent.append(after - before)
+    for latency, paths in zip(sets, urls):
+        for _ in range(warm_rounds(latency)):
+            for path in paths:
+                latency.warm.append(fetch(client, path))
+
+
+def _summaries(sets, cpu) -> list[dict]:
     summaries = [latency.summary() for latency in sets]
     for summary, spent in zip(summaries, cpu):
         if spent:
@@ -253,23 +263,8 @@ def measure_compare(db_path: Path, targets: Targets, rounds: int = 3, warm_repea
         with serve(db_path) as base, httpx.Client(base_url=base, timeout=120) as client:
             pid = _server_pid()
             fetch(client, targets.warmup)
-            for latency, paths, spent in zip(sets, urls, cpu):
-                for path in paths:
-                    before = _cpu_seconds(pid)
-                    latency.cold.append(fetch(client, path))
-                    after = _cpu_seconds(pid)
-                    if before is not None and after is not None:
-                        spent.append(after - before)
-            for latency, paths in zip(sets, urls):
-                for _ in range(warm_repeats):
-                    for path in paths:
-                        latency.warm.append(fetch(client, path))
-    summaries = [latency.summary() for latency in sets]
-    for summary, spent in zip(summaries, cpu):
-        if spent:
-            summary["cold"]["cpu_p50"] = percentile(spent, 0.5)
-            summary["cold"]["cpu_p95"] = percentile(spent, 0.95)
-    return summaries
+            _cold_then_warm(client, pid, sets, urls, cpu, lambda latency: warm_repeats)
+    return _summaries(sets, cpu)
 
 
 # -- throughput -------------------------------------------------------------------------------------
