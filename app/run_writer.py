@@ -164,8 +164,8 @@ class RunWriter:
 def _inherit_target(rows: list[Compilation]) -> None:
     """A failed compilation made from a diagnostic has no IR to read its target from. When every
     other compilation of the run comes from the diagnostic's own log and they all agree on the
-    target (or the Triton version), it was compiled by that process for it too; otherwise the
-    field stays unknown."""
+    target in Triton's form (`cuda:90`; an LLVM triple says too little) or Triton version, it was
+    compiled by that process for it too; otherwise the field stays unknown."""
     made = [row for row in rows if row.origin == "diagnostic"]
     others = [row for row in rows if row.origin != "diagnostic"]
     if not made or not others:
@@ -178,6 +178,8 @@ def _inherit_target(rows: list[Compilation]) -> None:
         values = {getattr(row, field_name) for row in others}
         if len(values) != 1 or None in values:
             continue
+        if field_name == "target" and ":" not in next(iter(values)):
+            continue  # an LLVM triple (a log of LLVM dumps alone) names no GPU: cuda:90 and hip alike
         (value,) = values
         for row in made:
             if row.log_name == log_name and getattr(row, field_name) is None:

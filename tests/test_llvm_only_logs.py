@@ -50,4 +50,5 @@ def test_each_compile_of_an_llvm_only_log_is_one_compilation(tmp_path):
     assert run["damaged"] == 0
     failed = [c for c in run["compilations"] if c["status"] == "failed"]
     assert failed[0]["status_reason"].startswith("Result 0 has an invalid layout")
+    assert failed[0]["target"] is None  # the others' LLVM triple would not say it was compiled for hip
     assert failed[1]["status_reason"].startswith("LLVM ERROR: Cannot select")
