@@ -302,6 +302,18 @@ class _PackCache:
 
 
 PACKS = _PackCache()
+_decompressors = threading.local()  # a ZstdDecompressor is not safe to share between threads
+
+
+def decompress(data: bytes) -> bytes:
+    """A zstd blob's raw bytes."""
+    decompressor = getattr(_decompressors, "decompressor", None)
+    if decompressor is None:
+        decompressor = _decompressors.decompressor = zstandard.ZstdDecompressor()
+    # Log texts are streamed frames without a content size; stream those.
+    if zstandard.frame_content_size(data) < 0:
+        return decompressor.decompressobj(read_across_frames=True).decompress(data)
+    return decompressor.decompress(data)
 
 
 class BlobReader:
@@ -311,20 +323,10 @@ class BlobReader:
         self.capacity = capacity
         self.cache: OrderedDict[str, bytes] = OrderedDict()
         self.lock = threading.Lock()
-        self._local = threading.local()  # a ZstdDecompressor is not safe to share between threads
-
-    def _decompress(self, data: bytes) -> bytes:
-        decompressor = getattr(self._local, "decompressor", None)
-        if decompressor is None:
-            decompressor = self._local.decompressor = zstandard.ZstdDecompressor()
-        # Log texts are streamed frames without a content size; stream those.
-        if zstandard.frame_content_size(data) < 0:
-            return decompressor.decompressobj(read_across_frames=True).decompress(data)
-        return decompressor.decompress(data)
 
     def _raw(self, session: Session, blob: Blob) -> bytes:
         if blob.codec in ZSTD_CODECS:
-            return self._decompress(blob.data)
+            return decompress(blob.data)
         if blob.codec == CODEC_PACKED:
             pack_hash, offset = blob.pack, bytes(blob.data)
             pack = PACKS.get(pack_hash)

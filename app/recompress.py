@@ -14,7 +14,6 @@ preparation loop (app/map_prep.py); `irlens compact` does it on demand.
 
 from __future__ import annotations
 
-import io
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ import zstandard
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from app.blobs import CODEC_STRONG, CODEC_ZSTD
+from app.blobs import CODEC_STRONG, CODEC_ZSTD, decompress
 from app.models import Blob
 
 log = logging.getLogger("irlens")
@@ -39,13 +38,6 @@ class Recompressed:
     bytes_after: int = 0
 
 
-def _raw(data: bytes) -> bytes:
-    if zstandard.frame_content_size(data) < 0:  # a log text, streamed without its size
-        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True) as reader:
-            return b"".join(iter(lambda: reader.read(1 << 20), b""))
-    return zstandard.ZstdDecompressor().decompress(data)
-
-
 def recompress_blob(session: Session, digest: str, compressor: zstandard.ZstdCompressor) -> tuple[int, int] | None:
     """Recompress one ``zstd`` blob and commit; (bytes before, after), or None when it is gone or done."""
     data = session.scalar(select(Blob.data).where(Blob.hash == digest, Blob.codec == CODEC_ZSTD))
@@ -53,7 +45,7 @@ def recompress_blob(session: Session, digest: str, compressor: zstandard.ZstdCom
     if data is None:
         return None
     data = bytes(data)
-    raw = _raw(data)
+    raw = decompress(data)
     frame = compressor.compress(raw)
     del raw
     if len(frame) >= len(data):  # already as small: mark it done, keep its bytes

@@ -479,11 +479,12 @@ def _restarts(compilation: CompilationRecord, dump: Dump, blob: str, level: str)
             if compilation.module_id is not None and module_id != compilation.module_id:
                 return True
             compilation.module_id = module_id
-        defined = frozenset(scopes.defined(dump.body))
         if compilation.defined is None:
-            compilation.defined = defined
-        elif first and defined and compilation.defined.isdisjoint(defined):
-            return True
+            compilation.defined = frozenset(scopes.defined(dump.body))
+        elif first:  # only the first pass's dumps are read for their functions
+            defined = frozenset(scopes.defined(dump.body))
+            if defined and compilation.defined.isdisjoint(defined):
+                return True
     return False
 
 
