@@ -94,6 +94,9 @@ class Kind:
     latencies: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # transport errors and unexpected statuses
     server_errors: int = 0  # 5xx
+    # GETs sent again once after the server closed an idle keep-alive connection as they reused it
+    # (uvicorn closes one after 5 s idle; a browser resends an idempotent request the same way)
+    resent: int = 0
 
     def percentile(self, share: float) -> float:
         if not self.latencies:
@@ -118,10 +121,10 @@ class Result:
                 and all(not kind.errors and not kind.server_errors for kind in self.kinds.values()))
 
     def table(self) -> str:
-        lines = [f"{'kind':<8} {'requests':>8} {'errors':>6} {'5xx':>4} {'p50 ms':>8} {'p99 ms':>8}"]
+        lines = [f"{'kind':<8} {'requests':>8} {'errors':>6} {'5xx':>4} {'resent':>6} {'p50 ms':>8} {'p99 ms':>8}"]
         for name, kind in self.kinds.items():
             lines.append(f"{name:<8} {len(kind.latencies):>8} {len(kind.errors):>6} {kind.server_errors:>4} "
-                         f"{kind.percentile(0.5):>8.1f} {kind.percentile(0.99):>8.1f}")
+                         f"{kind.resent:>6} {kind.percentile(0.5):>8.1f} {kind.percentile(0.99):>8.1f}")
         lines.append(f"uploads stored {len(self.uploads)}, data lost = {len(self.lost)}, partial runs seen = "
                      f"{len(self.partial_seen)}, '{LOCKED}' = {self.locked}, tracebacks = {self.tracebacks}, "
                      f"{self.seconds:.1f} s")
@@ -150,8 +153,15 @@ async def _load(url: str, uploads: int, readers: int, seconds: float) -> tuple[d
         async def request(kind: str, method: str, path: str, **options) -> httpx.Response | None:
             nonlocal locked
             began = time.monotonic()
+            sender = api if kind == "upload" else client
             try:
-                response = await (api if kind == "upload" else client).request(method, path, **options)
+                try:
+                    response = await sender.request(method, path, **options)
+                except (httpx.ReadError, httpx.RemoteProtocolError):
+                    if method != "GET":
+                        raise
+                    kinds[kind].resent += 1
+                    response = await sender.request(method, path, **options)
             except httpx.HTTPError as error:
                 kinds[kind].errors.append(f"{method} {path}: {type(error).__name__} {error}")
                 return None
