@@ -143,7 +143,7 @@ class RunWriter:
         run.stats = {
             "new_blobs": state.blobs.new_blobs,
             "stored_bytes": state.blobs.stored_bytes,
-            "packs": {"strong": state.blobs.packs_strong, "fast": state.blobs.packs_fast},
+            "packs": state.blobs.packs,
             "files": len(state.inputs),
         }
         state.op_index.write(
