@@ -265,6 +265,17 @@ class SnapshotList:
     def __bool__(self) -> bool:
         return len(self) > 0
 
+    def blobs(self) -> list[str]:
+        """The blob of each snapshot, in order: what a reader of blobs alone needs, without making a
+        SnapshotRecord per snapshot."""
+        values = self._tables[1].values
+        return [values[blob] for blob in self._columns[2]]
+
+    def headers(self) -> set[DumpHeader]:
+        """The distinct banners of the snapshots."""
+        values = self._tables[0].values
+        return {values[header] for header in set(self._columns[0])}
+
     def last_header(self) -> DumpHeader:
         return self._tables[0].values[self._columns[0][-1]]
 
