@@ -19,7 +19,11 @@ def banner_ids(session: Session, texts: set[str]) -> dict[str, int]:
         chunk = ordered[start : start + _CHUNK]
         for pk, text in session.execute(select(Banner.pk, Banner.text).where(Banner.text.in_(chunk))):
             ids.setdefault(text, pk)
-    for text in ordered:
-        if text not in ids:
-            ids[text] = session.execute(insert(Banner).values(text=text).returning(Banner.pk)).scalar_one()
+    missing = [text for text in ordered if text not in ids]
+    if missing:
+        # One multi-row INSERT ... RETURNING (SQLAlchemy batches the rows), not one per banner: a fresh
+        # database gets hundreds of new banners from one big log.
+        statement = insert(Banner).returning(Banner.pk, Banner.text)
+        for pk, text in session.execute(statement, [{"text": text} for text in missing]):
+            ids[text] = pk
     return ids

@@ -73,7 +73,7 @@ class Links(dict):
 
 
 def _snapshot_hashes(compilation: CompilationRecord) -> set[str]:
-    return {snapshot.blob for snapshot in compilation.snapshots}
+    return set(compilation.snapshots.blobs())
 
 
 def link_caches(
@@ -81,7 +81,7 @@ def link_caches(
 ) -> tuple[Links, list[CompilationRecord]]:
     links = Links()
     cache_only: list[CompilationRecord] = []
-    hashes = {id(c): _snapshot_hashes(c) for c in compilations}
+    hashes = {id(c): _snapshot_hashes(c) for c in compilations} if folders else {}
     # Cache folders (with metadata) first: they carry the metadata a compilation shows.
     ordered = sorted(folders.values(), key=lambda folder: folder.metadata is None)
     by_name: dict[str | None, int] = {}

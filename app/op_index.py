@@ -10,7 +10,7 @@ holds four integers per (compilation, term).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -105,15 +105,15 @@ class OpIndex:
                 self.terms[digest] = self._sets.setdefault(terms, terms)
             self.scanner = None
 
-    def write(self, session: Session, run: Run, compilations: Iterable[tuple[int, Sequence, str | None]]) -> None:
-        """`compilations`: (compilation pk, snapshot records with .index and .blob, its target)."""
+    def write(self, session: Session, run: Run, compilations: Iterable[tuple[int, Iterable, str | None]]) -> None:
+        """`compilations`: (compilation pk, (index, blob) of each snapshot in order, its target)."""
         self._collect()
         ids = TermIds(session)
         ids.resolve(set().union(*self._sets) if self._sets else ())
         empty: frozenset[str] = frozenset()
         rows: list[tuple] = []
         for pk, snapshots, target in compilations:
-            found = retarget_terms(first_last((s.index, self.terms.get(s.blob, empty)) for s in snapshots), target)
+            found = retarget_terms(first_last((index, self.terms.get(blob, empty)) for index, blob in snapshots), target)
             ids.resolve(found)
             rows.extend((pk, ids.ids[term], first, last) for term, (first, last) in found.items())
             if len(rows) >= _BATCH:

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 import re
 
-from app.highlight.hwops import descriptor_group, inline_asm_groups, op_group, text_target
+from app.highlight.hwops import (
+    descriptor_group,
+    inline_asm_groups,
+    inline_asm_groups_ascii,
+    op_group,
+    text_target,
+)
 
 __all__ = ["FIRST_OP", "MAX_NAME", "OP", "blob_terms"]
 
@@ -44,10 +50,15 @@ def blob_terms(body: bytes) -> frozenset[str]:
             if group:
                 terms.add("group:" + group)
     if b"asm" in body or "group:descriptor" in terms:  # as count_groups does: PTX in inline
-        text = body.decode("utf-8", "replace")  # assembly, descriptor ops by the module's own target
-        terms.update("group:" + group for group in inline_asm_groups(text))
+        # assembly, descriptor ops by the module's own target. IR printers write ASCII: its
+        # assembly strings are found in the bytes, and the text is decoded only if needed.
+        ascii_text = body.isascii()
+        text = None if ascii_text else body.decode("utf-8", "replace")
+        if b"asm" in body:
+            asm_groups = inline_asm_groups_ascii(body) if ascii_text else inline_asm_groups(text)
+            terms.update("group:" + group for group in asm_groups)
         if "group:descriptor" in terms:
-            group = descriptor_group(text_target(text))
+            group = descriptor_group(text_target(text if text is not None else body.decode("ascii")))
             if group != "descriptor":
                 terms.discard("group:descriptor")
                 terms.add("group:" + group)

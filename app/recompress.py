@@ -1,6 +1,6 @@
 """Recompresses stored texts at a strong zstd level after ingest, in the background.
 
-An ingest compresses for speed (app/blobs.py: lazy2, or level 2 when its worker falls behind), since
+An ingest compresses for speed (app/blobs.py: zstd level 2), since
 strong levels run at a few MB/s. Here each ``zstd`` blob (a pack, or a text stored alone) is read,
 compressed again at `level` and written back as ``zstdx``: the same raw bytes and hash, a smaller
 frame. Reading is unchanged (one frame per pack; zstd decompresses as fast whatever the level), so

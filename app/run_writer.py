@@ -93,7 +93,7 @@ class RunWriter:
 
         snapshot_rows: list[tuple] = []
         artifact_rows, timing_rows = [], []
-        banners = banner_ids(state.session, {s.header.raw for record, _ in ordered for s in record.snapshots})
+        banners = banner_ids(state.session, {h.raw for record, _ in ordered for h in record.snapshots.headers()})
         for record, _ in ordered:
             row = rows[id(record)]
             pk = row.pk
@@ -143,12 +143,12 @@ class RunWriter:
         run.stats = {
             "new_blobs": state.blobs.new_blobs,
             "stored_bytes": state.blobs.stored_bytes,
-            "packs": {"strong": state.blobs.packs_strong, "fast": state.blobs.packs_fast},
+            "packs": state.blobs.packs,
             "files": len(state.inputs),
         }
         state.op_index.write(
             state.session, run,
-            ((rows[id(record)].pk, record.snapshots, rows[id(record)].target) for record, _ in ordered),
+            ((rows[id(record)].pk, enumerate(record.snapshots.blobs()), rows[id(record)].target) for record, _ in ordered),
         )
         state.session.flush()
 

@@ -114,12 +114,13 @@ def kernel_of(body: bytes) -> str | None:
 
 
 class _BodyFacts:
-    """kernel_of of the last few bodies, by identity: the log scanner hands out the same bytes object
-    again for a body equal to a recent one (an unchanged pass)."""
+    """kernel_of and scopes.level_and_name of the last few bodies, by identity: the log scanner hands
+    out the same bytes object again for a body equal to a recent one (an unchanged pass)."""
 
     def __init__(self, size: int = 16) -> None:
         self.size = size
         self.entries: dict[int, tuple[bytes, str | None]] = {}
+        self.levels: dict[int, tuple[bytes, dict[tuple[str, str | None], tuple[str, str | None]]]] = {}
 
     def kernel(self, body: bytes) -> str | None:
         entry = self.entries.get(id(body))
@@ -130,6 +131,21 @@ class _BodyFacts:
             del self.entries[next(iter(self.entries))]
         self.entries[id(body)] = (body, kernel)
         return kernel
+
+    def level_and_name(self, header: DumpHeader, body: bytes) -> tuple[str, str | None]:
+        """scopes.level_and_name, computed once per body and banner kind and scope (all of the banner it
+        reads): consecutive passes that changed nothing print one body under banners that differ only
+        in the pass's name."""
+        entry = self.levels.get(id(body))
+        if entry is None or entry[0] is not body:
+            if len(self.levels) >= self.size:
+                del self.levels[next(iter(self.levels))]
+            entry = self.levels[id(body)] = (body, {})
+        key = (header.kind, header.scope)
+        found = entry[1].get(key)
+        if found is None:
+            found = entry[1][key] = scopes.level_and_name(header, body)
+        return found
 
 
 def target_of(body: bytes) -> str | None:
@@ -249,6 +265,17 @@ class SnapshotList:
     def __bool__(self) -> bool:
         return len(self) > 0
 
+    def blobs(self) -> list[str]:
+        """The blob of each snapshot, in order: what a reader of blobs alone needs, without making a
+        SnapshotRecord per snapshot."""
+        values = self._tables[1].values
+        return [values[blob] for blob in self._columns[2]]
+
+    def headers(self) -> set[DumpHeader]:
+        """The distinct banners of the snapshots."""
+        values = self._tables[0].values
+        return {values[header] for header in set(self._columns[0])}
+
     def last_header(self) -> DumpHeader:
         return self._tables[0].values[self._columns[0][-1]]
 
@@ -307,7 +334,7 @@ class CompilationGrouper:
         """Assign a dump to its compilation; `trace` is the passes LLVM's pass manager reported
         running since the previous dump without printing one (parsers/pm_trace.py)."""
         header = dump.header
-        level, name = scopes.level_and_name(header, dump.body)
+        level, name = self._facts.level_and_name(header, dump.body)
         current = self._current
         if current is not None and current.generic and not (
             # Triton's MLIR dumps never join a generic (or LLVM-only) compilation

@@ -20,6 +20,8 @@ from app.highlight.hwops import (
     count_groups,
     count_ptx,
     descriptor_group,
+    inline_asm_groups,
+    inline_asm_groups_ascii,
     retarget,
     text_target,
 )
@@ -119,6 +121,19 @@ def test_ptx_file_is_counted_like_the_asm_it_came_from():
     rendered = render.analyse_ir("test:hwops:ptx", "ptx", lambda: PTX)
     assert nonzero(rendered.ops) == expected
     assert rendered.op_lines["mma"] == sum(1 for line in instructions if "mma" in expected_counts([line]))
+
+
+def test_the_bytes_path_finds_the_groups_the_text_path_finds():
+    """The op index reads inline assembly from a text's bytes (app/op_terms.py); on the real texts,
+    and on copies where one string is hidden behind a word character or glued to another, it must
+    give what the str path gives."""
+    texts = [LLVM_DIALECT, LLIR_CALLS, GFX942_TTIR]
+    texts += [text.replace(" asm ", "_asm ", 1) for text in (LLVM_DIALECT, LLIR_CALLS)]
+    texts += [text.replace("llvm.inline_asm", "llvm.inline_asmx", 3) for text in (LLVM_DIALECT,)]
+    texts += [text.replace('"', "", 1) for text in (LLVM_DIALECT, LLIR_CALLS)]
+    assert inline_asm_groups(LLVM_DIALECT) and inline_asm_groups(LLIR_CALLS)  # the fixtures hold PTX
+    for text in texts:
+        assert inline_asm_groups_ascii(text.encode("ascii")) == inline_asm_groups(text)
 
 
 def test_a_string_that_merely_mentions_an_instruction_is_not_counted():

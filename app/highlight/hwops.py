@@ -347,6 +347,37 @@ def inline_asm_groups(text: str) -> set[str]:
     return {key for key, count in counts.items() if count}
 
 
+_ASM_STRINGS_ASCII = tuple(re.compile(pattern.pattern.encode("ascii")) for pattern in _ASM_STRINGS)
+_INLINE_ASM = b"llvm.inline_asm"  # the first pattern's literal head
+
+
+def inline_asm_groups_ascii(body: bytes) -> set[str]:
+    """`inline_asm_groups` of an ASCII text given as bytes (the caller checks `body.isascii()`: on
+    ASCII the bytes patterns match exactly where the str ones do), without decoding the whole text;
+    each distinct assembly string is classified once (a module repeats the same few many times).
+    The first pattern is tried only where `find` sees its literal head (3x faster than the regex
+    engine's own search for it), in order and without overlaps, as `findall` would."""
+    strings: set[bytes] = set()
+    first, second = _ASM_STRINGS_ASCII
+    found = body.find(_INLINE_ASM)
+    while found >= 0:
+        match = first.match(body, found)
+        if match is not None:
+            strings.add(match.group(1))
+            found = body.find(_INLINE_ASM, match.end())
+        else:
+            found = body.find(_INLINE_ASM, found + 1)
+    for match in second.finditer(body):
+        start = match.start()
+        before = body[start - 1 : start] if start else b" "
+        if not (before.isalnum() or before in (b"_", b".")):
+            strings.add(match.group(1))
+    counts = dict.fromkeys(_ORDER, 0)
+    for asm in strings:
+        _count_ptx(asm.decode("ascii"), counts)
+    return {key for key, count in counts.items() if count}
+
+
 def count_ptx(text: str) -> dict[str, int]:
     """How many instructions of each group a PTX file holds: every key of GROUPS, zeros included."""
     counts = dict.fromkeys(_ORDER, 0)
