@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 
-import httpx
 from fastapi import FastAPI
 from sqlalchemy import func, select
 
@@ -52,6 +51,8 @@ def warm_paths(app: FastAPI) -> list[str]:
 
 async def warm_up(app: FastAPI) -> int:
     """Request the warm-up pages from the app itself; returns how many answered 200."""
+    import httpx  # here: only a serving process needs it
+
     try:
         paths = warm_paths(app)
         transport = httpx.ASGITransport(app=app)

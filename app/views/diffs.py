@@ -1,7 +1,8 @@
 """Diffs of two snapshots: `/diff/A..B` and its `.json` twin, plus the row fragments htmx loads.
 
 A and B are public snapshot ids (`{run}-{ordinal}-{index}`), possibly from different runs. The
-diff itself is :func:`app.diff.diff_texts`, cached by (blob A, blob B, compared options); the
+diff itself is :func:`app.diff.diff_texts`, cached by (blob A, blob B, compared options), or for a
+large adjacent pair the segments the background stored (app/adjacent_diffs.py); the
 page shows hunks with `context` unchanged rows around each change. Rows beyond a budget, and the
 unchanged runs between hunks, come later as fragments (`/diff/A..B/rows?start=&end=`), so a
 20,000-line diff opens as fast as a small one.
