@@ -13,7 +13,7 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy import select
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app import render, web
+from app import render, warm_pages, web
 from app.auth import AuthMiddleware
 from app.db import Database
 from app.disassembler import find_disassembler
@@ -71,6 +71,7 @@ def create_app(settings: Settings | None = None, background: bool = True) -> Fas
         web.warm_up()
         render.warm_up()
         if app.state.freeze_gc:
+            await warm_pages.warm_up(app)  # before the freeze: what it leaves in caches is frozen too
             # What start-up made lives as long as the server: keep it out of the cyclic collector's
             # full passes, which a cold page's many small objects trigger; and collect the young
             # generation less often, so that a page's temporaries die before they are promoted

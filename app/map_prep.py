@@ -1,5 +1,6 @@
 """Prepares the map pages' Python-line indexes (app/line_index.py) in the background, so a map
-page's first visit reads small stored rows instead of every IR text of a compilation.
+page's first visit reads small stored rows instead of every IR text of a compilation; then the
+run's large adjacent diffs (app/adjacent_diffs.py), so their first visit needs no alignment.
 
 Not at ingest: indexing re-reads every stored text, which would double an ingest's CPU time. The
 server instead indexes each run once it is stored (an upload wakes it; runs ingested from the
@@ -17,12 +18,13 @@ import threading
 
 from sqlalchemy import select
 
-from app import line_index, recompress
+from app import adjacent_diffs, line_index, recompress
 from app.db import Database
 from app.models import Run
 
 log = logging.getLogger("irlens")
 MARK = "line_index"  # in Run.stats once the run's map indexes are stored
+MARKS = (MARK, adjacent_diffs.MARK)  # a run is prepared once both are there
 IDLE_SECONDS = 30.0
 _wake = threading.Event()
 
@@ -35,18 +37,23 @@ def wake() -> None:
 def pending_runs(db: Database) -> list[str]:
     with db.session() as session:
         rows = session.execute(select(Run.id, Run.stats).order_by(Run.created_at.desc()))
-        return [run_id for run_id, stats in rows if not (stats or {}).get(MARK)]
+        return [run_id for run_id, stats in rows if not all((stats or {}).get(mark) for mark in MARKS)]
 
 
 def prepare_run(db: Database, run_id: str) -> None:
     with db.session() as session:
-        run = session.get(Run, run_id)
-        if run is None:  # deleted meanwhile
+        if session.get(Run, run_id) is None:  # deleted meanwhile
             return
         line_index.index_run(session, run_id)  # rows a concurrent visit stored first are kept
+        session.commit()
+    with db.session() as session:  # then the large adjacent diffs, each committed as it is stored
+        adjacent_diffs.store_run(session, run_id)
+        run = session.get(Run, run_id)
+        if run is None:
+            return
         # read the stats again, locked: the op index's backfill may have written them meanwhile
         session.refresh(run, with_for_update=True)
-        run.stats = {**(run.stats or {}), MARK: 1}
+        run.stats = {**(run.stats or {}), **dict.fromkeys(MARKS, 1)}
         session.commit()
 
 

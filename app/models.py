@@ -90,6 +90,18 @@ class LineIndex(Base):
     lines: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)  # zlib JSON, see app/line_index.py
 
 
+class AdjacentDiff(Base):
+    """The default-options diff of two adjacent snapshots' blobs, as packed segments
+    (app/adjacent_diffs.py): stored in the background for large pairs, so their first visit
+    needs no alignment. ``version`` names the diff code that made it; other versions are ignored."""
+
+    __tablename__ = "adjacent_diffs"
+    a_blob: Mapped[str] = mapped_column(HexHash, primary_key=True)
+    b_blob: Mapped[str] = mapped_column(HexHash, primary_key=True)
+    version: Mapped[str] = mapped_column(String(16))
+    segments: Mapped[bytes] = mapped_column(LargeBinary)
+
+
 class Run(Base):
     __tablename__ = "runs"
     id: Mapped[str] = mapped_column(String(32), primary_key=True)  # 128 random bits: the link is the capability

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session, aliased
 
 from app.db import Database
 from app.models import (
+    AdjacentDiff,
     Artifact,
     Blob,
     Compilation,
@@ -98,6 +99,12 @@ def collect_blobs(session: Session, candidates: Iterable[str]) -> int:
             removed += session.execute(_unused(chunk)).rowcount or 0
         # Removing a pack's last slices frees the pack itself: one more round for those.
         hashes = sorted(packs)
+    if removed:  # stored diffs of texts that are gone (a few hundred small rows at most)
+        session.execute(
+            delete(AdjacentDiff).where(
+                ~exists().where(Blob.hash == AdjacentDiff.a_blob) | ~exists().where(Blob.hash == AdjacentDiff.b_blob)
+            )
+        )
     return removed
 
 

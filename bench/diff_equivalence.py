@@ -33,6 +33,8 @@ def adjacent_pairs(db_path: Path) -> list[tuple[str, str]]:
         rows = con.execute(
             'select compilation_pk, "index", blob from snapshots order by compilation_pk, "index"'
         ).fetchall()
+    # hashes are stored as raw bytes since migration 0010; the app (and OUT) use hex
+    rows = [(c, i, b.hex() if isinstance(b, bytes) else b) for c, i, b in rows]
     pairs, seen = [], set()
     for (c1, i1, b1), (c2, i2, b2) in itertools.pairwise(rows):
         if c1 == c2 and i2 == i1 + 1 and b1 != b2 and (b1, b2) not in seen:

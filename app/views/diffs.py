@@ -1,7 +1,8 @@
 """Diffs of two snapshots: `/diff/A..B` and its `.json` twin, plus the row fragments htmx loads.
 
 A and B are public snapshot ids (`{run}-{ordinal}-{index}`), possibly from different runs. The
-diff itself is :func:`app.diff.diff_texts`, cached by (blob A, blob B, compared options); the
+diff itself is :func:`app.diff.diff_texts`, cached by (blob A, blob B, compared options), or for a
+large adjacent pair the segments the background stored (app/adjacent_diffs.py); the
 page shows hunks with `context` unchanged rows around each change. Rows beyond a budget, and the
 unchanged runs between hunks, come later as fragments (`/diff/A..B/rows?start=&end=`), so a
 20,000-line diff opens as fast as a small one.
@@ -24,7 +25,7 @@ from markupsafe import Markup
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app import render
+from app import adjacent_diffs, render
 from app.blobs import BlobReader
 from app.diff import DiffCache, DiffOptions, DiffResult, diff_texts
 from app.errors import error_json
@@ -153,6 +154,12 @@ def compute_diff(session: Session, a: Side, b: Side, options: DiffOptions) -> Di
     def compute() -> DiffResult:
         a_text = blob_reader.text(session, a.snapshot.blob) or ""
         b_text = blob_reader.text(session, b.snapshot.blob) or ""
+        if options.compare_key == DiffOptions().compare_key and adjacent_diffs.worth_storing(
+            a.snapshot.line_count, b.snapshot.line_count
+        ):  # a large pair the background may have diffed already
+            stored = adjacent_diffs.stored_result(session, a.snapshot.blob, b.snapshot.blob, a_text, b_text)
+            if stored is not None:
+                return stored
         return diff_texts(a_text, b_text, DiffOptions(options.loc, options.ssa, options.alias))
 
     return diff_cache.get(key, compute)
