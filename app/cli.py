@@ -80,7 +80,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         for path in missing:
             print(f"irlens: {path} does not exist; nothing was ingested", file=sys.stderr)
         return 2
-    with _collector_paused(freeze=args.ends_process):
+    with _collector_paused(freeze=getattr(args, "ends_process", False)):
         from app.disassembler import find_disassembler
         from app.ingest import Ingest, IngestError
         from app.queries import run_summary
@@ -546,7 +546,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
         status = cmd_upload(argparse.Namespace(
             server=args.upload, token=args.token, listed=args.listed, timeout=args.timeout, **common))
     else:
-        status = cmd_ingest(argparse.Namespace(db=args.db, **common))
+        status = cmd_ingest(argparse.Namespace(db=args.db, ends_process=getattr(args, "ends_process", False), **common))
     if status:
         print(f"irlens: the capture is kept in {captured.folder}; store it later with "
               f"`irlens ingest {shlex.join(paths)}`", file=sys.stderr)
