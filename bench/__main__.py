@@ -20,10 +20,11 @@ from pathlib import Path
 
 from bench import ingest as ingest_bench
 from bench import inputs, web
+from bench import peers as peers_bench
 from bench import source_map as map_bench
 
 MB = 1e6
-STAGES = ("ingest", "storage", "pages", "map", "throughput", "browser")
+STAGES = ("ingest", "peers", "storage", "pages", "map", "throughput", "browser")
 
 
 def machine() -> dict:
@@ -62,6 +63,10 @@ def run(args: argparse.Namespace) -> dict:
             log = inputs.big_log(size)
             print(f"bench: ingest {log.stat().st_size / MB:.0f} MB ...", file=sys.stderr, flush=True)
             results["ingest"].append(ingest_bench.bench_ingest(log, workdir, repeats=repeats))
+
+    if "peers" in stages:
+        print("bench: irlens vs tritonparse on six kernels ...", file=sys.stderr, flush=True)
+        results["peers"] = peers_bench.bench_peers(workdir, repeats=3 if args.quick else 7)
 
     corpus_db = workdir / "corpus.db"
     if stages & {"storage", "pages", "throughput", "browser"}:
@@ -152,6 +157,7 @@ def table(results: dict) -> str:
         if len(spread) > 1:
             rss += f" (runs {min(spread) / 2**20:.0f}-{max(spread) / 2**20:.0f})"
         rows.append((f"ingest {size:.0f} MB, peak RSS (median)", rss, "", "≤ 200 MB, flat"))
+    rows += peers_bench.table_rows(results.get("peers"))
     for key, what in (("storage", "whole corpus"), ("storage_small", "six smallest captures")):
         storage = results.get(key)
         if not storage:
