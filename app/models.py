@@ -142,26 +142,26 @@ class Compilation(Base):
 
 
 class Snapshot(Base):
+    """One IR dump. What its banner says (pass, before/after, kind, scope, failed) is on the banner's
+    row, shared by every snapshot that printed the same banner (read as `snapshot.pass_name` etc.)."""
+
     __tablename__ = "snapshots"
     pk: Mapped[int] = mapped_column(Integer, primary_key=True)
     compilation_pk: Mapped[int] = mapped_column(ForeignKey("compilations.pk", ondelete="CASCADE"))
     index: Mapped[int] = mapped_column(Integer)  # 0-based within the compilation
-    kind: Mapped[str] = mapped_column(String(16))  # "mlir" | "internal" | "llvm"
-    when: Mapped[str] = mapped_column(String(8))
-    pass_name: Mapped[str] = mapped_column(String(500))
-    pass_arg: Mapped[str | None] = mapped_column(String(500))
-    pass_options: Mapped[str | None] = mapped_column(Text)
-    scope: Mapped[str | None] = mapped_column(Text)
-    failed: Mapped[bool] = mapped_column(Boolean, default=False)
+    # The unit the body holds where the banner's scope does not name it (a legacy LLVM banner says
+    # "[module]" for every dump); None: the banner's scope is the snapshot's.
+    unit: Mapped[str | None] = mapped_column(Text)
     stage: Mapped[str] = mapped_column(String(16))
     changed: Mapped[bool] = mapped_column(Boolean)
     line: Mapped[int] = mapped_column(Integer)  # banner's line in the log
     size: Mapped[int] = mapped_column(Integer)
     line_count: Mapped[int] = mapped_column(Integer)
     blob: Mapped[str] = mapped_column(HexHash, ForeignKey("blobs.hash"), index=True)
-    # The banner line as printed, interned: a few hundred distinct banners serve thousands of snapshots.
+    # The banner line as printed and what it says, interned: a few hundred distinct banners serve
+    # thousands of snapshots. Loaded with the snapshot (one join): pages read its pass fields.
     banner_pk: Mapped[int] = mapped_column(ForeignKey("banners.pk"))
-    banner: Mapped[Banner] = relationship()  # loaded on access only: no page lists raw banners
+    banner: Mapped[Banner] = relationship(lazy="joined", innerjoin=True)
     # What the body holds (parsers/scopes.py): "module", "function", "loop", "region", "machine", "op".
     scope_kind: Mapped[str | None] = mapped_column(String(16))
     # Index of the previous snapshot of the same scope: the one this is compared (and diffed) with.
@@ -174,14 +174,51 @@ class Snapshot(Base):
     def header(self) -> str:
         return self.banner.text
 
+    @property
+    def kind(self) -> str:  # "mlir" | "internal" | "llvm"
+        return self.banner.kind
+
+    @property
+    def when(self) -> str:
+        return self.banner.when
+
+    @property
+    def pass_name(self) -> str:
+        return self.banner.pass_name
+
+    @property
+    def pass_arg(self) -> str | None:
+        return self.banner.pass_arg
+
+    @property
+    def pass_options(self) -> str | None:
+        return self.banner.pass_options
+
+    @property
+    def failed(self) -> bool:
+        return self.banner.failed
+
+    @property
+    def scope(self) -> str | None:
+        return self.unit if self.unit is not None else self.banner.scope
+
 
 class Banner(Base):
-    """A dump banner's text, stored once however many snapshots print it (app/banners.py). No unique
-    index: a banner can exceed PostgreSQL's index row size, and a rare duplicate row costs nothing."""
+    """A dump banner's text and what it says (parsers/records.py: DumpHeader), stored once however
+    many snapshots print it (app/banners.py). Filter snapshots by pass through a join on `banner_pk`.
+    No unique index: a banner can exceed PostgreSQL's index row size, and a rare duplicate row costs
+    nothing."""
 
     __tablename__ = "banners"
     pk: Mapped[int] = mapped_column(Integer, primary_key=True)
     text: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(String(16))  # "mlir" | "internal" | "llvm"
+    when: Mapped[str] = mapped_column(String(8))
+    pass_name: Mapped[str] = mapped_column(String(500))
+    pass_arg: Mapped[str | None] = mapped_column(String(500))
+    pass_options: Mapped[str | None] = mapped_column(Text)
+    scope: Mapped[str | None] = mapped_column(Text)  # the banner's scope ("builtin.module", "tt.func @f", ...)
+    failed: Mapped[bool] = mapped_column(Boolean, default=False)
 
 
 class Artifact(Base):

@@ -115,8 +115,8 @@ def fill_initial_schema(engine: Engine) -> None:
         connection.execute(
             text(
                 'INSERT INTO snapshots (pk, compilation_pk, "index", kind, "when", pass_name, failed, stage, '
-                "changed, line, size, line_count, blob, header) "
-                "VALUES (2, 1, 1, 'mlir', 'before', 'CSE', false, 'ttir', true, 9, 6, 1, :blob, 'h')"
+                "changed, line, size, line_count, blob, header, scope) "
+                "VALUES (2, 1, 1, 'mlir', 'before', 'CSE', false, 'ttir', true, 9, 6, 1, :blob, 'h', 'tt.func @f')"
             ),
             {"blob": SLICE},
         )
@@ -142,6 +142,11 @@ def check_data_survived(url: str, tmp_path: Path) -> None:
         )
         assert fields["compilations"][0]["kernel"] == "add_kernel"
         assert client.get(f"/runs/{RUN_ID}/c/1/s/0/raw").text == "hello"
+        # Both snapshots printed the banner "h" but stored other pass names: revision 0011 moves a
+        # banner's fields onto its row and gives each distinct set of fields a row of its own.
+        shown = [client.get(f"/runs/{RUN_ID}/c/1/s/{index}.json").json() for index in (0, 1)]
+        assert [(s["pass"], s["when"], s["kind"], s["scope"], s["failed"]) for s in shown] == [
+            ("Canonicalizer", "before", "mlir", None, False), ("CSE", "before", "mlir", "tt.func @f", False)]
         assert client.get(f"/runs/{RUN_ID}/c/1/s/1/raw").text == " world"
         with client.app.state.db.engine.connect() as connection:
             # Revision 0003 names each slice's pack, so collecting blobs keeps the pack.
@@ -221,6 +226,8 @@ def test_db_upgrade_command_and_downgrade_round_trip(tmp_path):
             assert connection.scalar(text("SELECT title FROM runs")) == "before teams"
             # hashes are hex text again, slices name their pack in their data
             assert connection.scalar(text("SELECT blob FROM snapshots WHERE pk = 2")) == SLICE
+            assert connection.execute(text(
+                'SELECT pass_name, scope FROM snapshots ORDER BY pk')).all() == [("Canonicalizer", None), ("CSE", "tt.func @f")]
             assert bytes(connection.scalar(text("SELECT data FROM blobs WHERE hash = :h"), {"h": SLICE})) == f"{PACK}:5".encode()
     finally:
         engine.dispose()
