@@ -38,15 +38,25 @@ class Entry:
     """One stored index: located IR lines per file, and the packed per-line table, unpacked on
     the first question (one Entry per row: snapshots of the same text share it)."""
 
-    def __init__(self, files: dict[str, int], packed: bytes | None) -> None:
+    def __init__(self, files: dict[str, int], keys: list[int], names: list[str], numbers: bytes) -> None:
         self.files = files
-        self.packed = packed
-        self._deltas: dict[tuple[str, int], list[int]] | None = None
+        self._packed = (keys, names, numbers)
+        self._deltas: dict[tuple[str, int], tuple[int, int, array]] | None = None
+
+    @classmethod
+    def of(cls, data: bytes | None) -> Entry:
+        """A stored row's `data` (see :func:`_pack`)."""
+        if not data:
+            return cls({}, [], [], b"")
+        raw = zlib.decompress(data)
+        header_size = int.from_bytes(raw[:4], "little")
+        files, names, keys, typecode = json.loads(raw[4 : 4 + header_size])
+        return cls(files, keys, names, typecode.encode() + raw[4 + header_size :])
 
     def lines(self, file: str, line: int) -> list[int]:
         """The 1-based IR lines of Python ``file:line``."""
         if self._deltas is None:
-            self._deltas = _unpack(self.packed)
+            self._deltas = _unpack(*self._packed)
         found = self._deltas.get((file, line))
         if found is None:
             return []
@@ -54,40 +64,52 @@ class Entry:
         return list(accumulate(numbers[start : start + count]))
 
 
-def _unpack(packed: bytes | None) -> dict[tuple[str, int], tuple[int, int, array]]:
-    """(file, line) -> (start, count, deltas): only the small header is parsed here."""
-    if not packed:
+def _unpack(keys: list[int], names: list[str], numbers: bytes) -> dict[tuple[str, int], tuple[int, int, array]]:
+    """(file, line) -> (start, count, deltas): only the small header is walked here."""
+    if not keys:
         return {}
-    raw = zlib.decompress(packed)
-    header_size = int.from_bytes(raw[:4], "little")
-    numbers = array("I")
-    numbers.frombytes(raw[4 + header_size :])
+    deltas = array(numbers[:1].decode())
+    deltas.frombytes(numbers[1:])
     if sys.byteorder != "little":
-        numbers.byteswap()
+        deltas.byteswap()
     found: dict[tuple[str, int], tuple[int, int, array]] = {}
-    start = 0
-    for file, line, count in json.loads(raw[4 : 4 + header_size]):
-        found[(file, line)] = (start, count, numbers)
+    start, previous_file, line = 0, -1, 0
+    for i in range(0, len(keys), 3):
+        file, step, count = keys[i : i + 3]
+        line = step if file != previous_file else line + step
+        previous_file = file
+        found[(names[file], line)] = (start, count, deltas)
         start += count
     return found
 
 
-def _pack(by_source: dict[tuple[str, int], list[int]]) -> bytes | None:
-    """zlib of: header size (4 bytes), JSON header [[file, line, count], ...], then every key's IR
-    lines as uint32 deltas in header order (little-endian), so one line is found without the rest."""
-    if not by_source:
+def _pack(files: dict[str, int], by_source: dict[tuple[str, int], list[int]]) -> bytes | None:
+    """zlib (level 9) of: header size (4 bytes); a JSON header ``[files, names, keys, typecode]``:
+    the located IR lines per file, the files the keys name, and per (file, line) key, sorted, the
+    file's place in names, the line (less the previous key's line of the same file) and how many IR
+    lines it has; then every key's IR lines as deltas in key order, little-endian uint16 (typecode
+    "H") or uint32 ("I") where a delta needs it. One line is found without the rest."""
+    if not files and not by_source:
         return None
-    header, numbers = [], array("I")
+    names = sorted({file for file, _ in by_source})
+    place = {name: i for i, name in enumerate(names)}
+    keys: list[int] = []
+    deltas: list[int] = []
+    previous_file, previous_line = -1, 0
     for (file, line), lines in sorted(by_source.items()):
-        header.append([file, line, len(lines)])
+        index = place[file]
+        keys += (index, line - previous_line if index == previous_file else line, len(lines))
+        previous_file, previous_line = index, line
         previous = 0
         for number in lines:
-            numbers.append(number - previous)
+            deltas.append(number - previous)
             previous = number
+    typecode = "H" if max(deltas, default=0) < 1 << 16 else "I"
+    numbers = array(typecode, deltas)
     if sys.byteorder != "little":
         numbers.byteswap()
-    encoded = json.dumps(header, separators=(",", ":")).encode()
-    return zlib.compress(len(encoded).to_bytes(4, "little") + encoded + numbers.tobytes(), 6)
+    header = json.dumps([files, names, keys, typecode], separators=(",", ":")).encode()
+    return zlib.compress(len(header).to_bytes(4, "little") + header + numbers.tobytes(), 9)
 
 
 def _context(kind: str, flags: int, digest: str, metadata: str | None) -> str:
@@ -119,7 +141,7 @@ def indexes_for(session: Session, snapshots: Sequence[Snapshot], *, store: bool 
             facts = rows.get((snapshot.blob, FACTS))
             if facts is None:
                 text = _text(session, snapshot.blob)
-                facts = LineIndex(blob=snapshot.blob, context=FACTS, flags=_facts(text), files="")
+                facts = LineIndex(blob=snapshot.blob, context=FACTS, flags=_facts(text), data=None)
                 rows[(snapshot.blob, FACTS)] = facts
                 added.append(facts)
             flags = facts.flags
@@ -135,11 +157,11 @@ def indexes_for(session: Session, snapshots: Sequence[Snapshot], *, store: bool 
             added.append(row)
         entry = shared.get(id(row))
         if entry is None:
-            entry = shared[id(row)] = Entry(json.loads(row.files) if row.files else {}, row.lines)
+            entry = shared[id(row)] = Entry.of(row.data)
         entries.append(entry)
     if added and store:
         # A background prep and a map visit may index the same blob at once: the first row stands.
-        columns = ("blob", "context", "flags", "files", "lines")
+        columns = ("blob", "context", "flags", "data")
         values = [{name: getattr(row, name) for name in columns} for row in added]
         session.execute(insert_ignoring(session, LineIndex, ("blob", "context")), values)
     return entries
@@ -174,7 +196,7 @@ def _compute(session: Session, digest: str, context: str, text: str) -> LineInde
         found = render.source_index(digest, context, lambda: text)
         files, by_source = dict(found.files), dict(found.by_source)
     ordered = dict(sorted(files.items(), key=lambda item: -item[1]))
-    return LineIndex(blob=digest, context=context, flags=0, files=json.dumps(ordered), lines=_pack(by_source))
+    return LineIndex(blob=digest, context=context, flags=0, data=_pack(ordered, by_source))
 
 
 def _table(session: Session, digest: str, text: str | None) -> LlvmLocations:

@@ -86,8 +86,11 @@ class LineIndex(Base):
     blob: Mapped[str] = mapped_column(HexHash, primary_key=True)
     context: Mapped[str] = mapped_column(String(80), primary_key=True)
     flags: Mapped[int] = mapped_column(Integer, default=0)
-    files: Mapped[str] = mapped_column(Text, default="")  # JSON {file: located IR lines}
-    lines: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)  # zlib JSON, see app/line_index.py
+    # zlib of the located IR lines per Python file and the IR lines of each Python line (see
+    # app/line_index.py: _pack); None for a `facts` row.
+    data: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    # SQLite: the key is the table (no rowid, no second copy of the key in an index).
+    __table_args__ = ({"sqlite_with_rowid": False},)
 
 
 class Run(Base):

@@ -245,3 +245,44 @@ def test_each_revision_downgrades_to_nothing(tmp_path, revision):
             assert set(inspect(connection).get_table_names()) <= {"alembic_version"}
     finally:
         engine.dispose()
+
+
+def test_line_indexes_and_banner_fields_survive_a_downgrade_to_0010_and_back(tmp_path):
+    """Revision 0011 packs a line index's files and lines into one column and moves the banner's
+    fields onto its row: a real capture's rows, down to 0010's form and up again, come back byte
+    for byte, and every snapshot shows the same pass fields."""
+    from app import map_prep
+    from tests.conftest import corpus_archive, ingest_paths
+
+    url = fresh_db_url(tmp_path)
+    database = Database(url)
+    try:
+        run = ingest_paths(database, [corpus_archive("sm90_llvm")])
+        map_prep.prepare_run(database, run["run"])
+    finally:
+        database.dispose()
+    engine = make_engine(url)
+    fields = ('SELECT s.pk, b.text, b.kind, b."when", b.pass_name, b.pass_arg, b.pass_options, b.failed, '
+              "coalesce(s.unit, b.scope) FROM snapshots s JOIN banners b ON b.pk = s.banner_pk ORDER BY s.pk")
+    indexes = "SELECT blob, context, flags, data FROM line_indexes ORDER BY blob, context"
+    try:
+        with engine.connect() as connection:
+            before, rows = connection.execute(text(indexes)).all(), connection.execute(text(fields)).all()
+        assert len(before) > 50 and sum(row.data is not None for row in before) > 30
+        with migration_connection(engine) as connection:
+            command.downgrade(alembic_config(connection), "0010")
+        with engine.connect() as connection:
+            assert connection.scalar(text("SELECT count(*) FROM line_indexes WHERE lines IS NOT NULL")) > 30
+            old = connection.execute(text(
+                'SELECT s.pk, b.text, s.kind, s."when", s.pass_name, s.pass_arg, s.pass_options, s.failed, s.scope '
+                "FROM snapshots s JOIN banners b ON b.pk = s.banner_pk ORDER BY s.pk"
+            )).all()
+        assert [tuple(row) for row in old] == [tuple(row) for row in rows]
+        with migration_connection(engine) as connection:
+            command.upgrade(alembic_config(connection), "head")
+        with engine.connect() as connection:
+            assert [tuple(row) for row in connection.execute(text(indexes))] == [tuple(row) for row in before]
+            assert [tuple(row) for row in connection.execute(text(fields))] == [tuple(row) for row in rows]
+        assert differences(engine) == []
+    finally:
+        engine.dispose()

@@ -1,10 +1,16 @@
-"""What a banner says moves onto its row: `snapshots.kind`, `when`, `pass_name`, `pass_arg`,
+"""Narrower snapshot and line-index rows.
+
+What a banner says moves onto its row: `snapshots.kind`, `when`, `pass_name`, `pass_arg`,
 `pass_options` and `failed` become columns of `banners`, and `snapshots.scope` becomes `unit`, kept only
 where the snapshot's scope is not the banner's (a unit read from the body).
 
 A banner whose snapshots disagree on those fields (stored by an older parser, or by hand) is split
 into one row per distinct set of fields, so every snapshot reads back what it stored. Banners no
 snapshot uses are dropped.
+
+`line_indexes.files` (JSON) and `lines` (zlib of a JSON header and uint32 deltas) become one `data`
+column (app/line_index.py: zlib level 9 of both, file names once, uint16 deltas where they fit), and
+on SQLite the table is keyed without a rowid (no second copy of the key in an index).
 
 Revision ID: 0011
 Revises: 0010
@@ -13,6 +19,10 @@ Create Date: 2026-11-25
 
 from __future__ import annotations
 
+import json
+import sys
+import zlib
+from array import array
 from collections import Counter
 
 import sqlalchemy as sa
@@ -57,6 +67,18 @@ def _matches(values: dict, prefix: str = "") -> tuple[str, dict]:
 
 
 def upgrade() -> None:
+    _banner_fields()
+    _rebuild_line_indexes(_new_data, (sa.Column("data", sa.LargeBinary(), nullable=True),), ("data",),
+                          {"sqlite_with_rowid": False})
+
+
+def downgrade() -> None:
+    _rebuild_line_indexes(_old_data, (sa.Column("files", sa.Text(), nullable=False),
+                                      sa.Column("lines", sa.LargeBinary(), nullable=True)), ("files", "lines"), {})
+    _banner_fields_back()
+
+
+def _banner_fields() -> None:
     bind = op.get_bind()
     with op.batch_alter_table("banners") as batch:
         for column in _columns():
@@ -105,7 +127,7 @@ def upgrade() -> None:
             batch.drop_column(name)
 
 
-def downgrade() -> None:
+def _banner_fields_back() -> None:
     with op.batch_alter_table("snapshots") as batch:
         for column in _columns():
             batch.add_column(column)
@@ -124,3 +146,95 @@ def downgrade() -> None:
     with op.batch_alter_table("banners") as batch:
         for name in fields:
             batch.drop_column(name)
+
+
+def _rebuild_line_indexes(convert, columns: tuple, names: tuple[str, ...], kwargs: dict) -> None:
+    """A new `line_indexes` with these payload columns, each row converted, in place of the old."""
+    bind = op.get_bind()
+    op.create_table(
+        "line_indexes_new",
+        sa.Column("blob", sa.LargeBinary(), nullable=False),
+        sa.Column("context", sa.String(80), nullable=False),
+        sa.Column("flags", sa.Integer(), nullable=False),
+        *columns,
+        sa.PrimaryKeyConstraint("blob", "context", name="line_indexes_new_pkey"),
+        **kwargs,
+    )
+    insert = sa.text(f"INSERT INTO line_indexes_new (blob, context, flags, {', '.join(names)}) VALUES "
+                     f"(:blob, :context, :flags, {', '.join(':' + name for name in names)})")
+    last: tuple = (b"", "")
+    while True:
+        rows = bind.execute(sa.text(
+            "SELECT * FROM line_indexes WHERE blob > :blob OR (blob = :blob AND context > :context) "
+            "ORDER BY blob, context LIMIT 2000"), {"blob": last[0], "context": last[1]}).mappings().all()
+        if not rows:
+            break
+        last = (bytes(rows[-1]["blob"]), rows[-1]["context"])
+        bind.execute(insert, [{"blob": bytes(row["blob"]), "context": row["context"], "flags": row["flags"],
+                               **convert(row)} for row in rows])
+    op.drop_table("line_indexes")
+    op.rename_table("line_indexes_new", "line_indexes")
+    if bind.dialect.name == "postgresql":
+        op.execute("ALTER TABLE line_indexes RENAME CONSTRAINT line_indexes_new_pkey TO line_indexes_pkey")
+
+
+def _old_lines(packed: bytes | None) -> tuple[list, array]:
+    if not packed:
+        return [], array("I")
+    raw = zlib.decompress(packed)
+    size = int.from_bytes(raw[:4], "little")
+    numbers = array("I")
+    numbers.frombytes(raw[4 + size:])
+    if sys.byteorder != "little":
+        numbers.byteswap()
+    return json.loads(raw[4:4 + size]), numbers
+
+
+def _new_data(row) -> dict:
+    """0009's files and lines as 0011's data (app/line_index.py: _pack, as of this revision)."""
+    files = json.loads(row["files"]) if row["files"] else {}
+    header, numbers = _old_lines(row["lines"])
+    if not files and not header:
+        return {"data": None}
+    names = sorted({file for file, _, _ in header})
+    place = {name: i for i, name in enumerate(names)}
+    keys: list[int] = []
+    previous_file, previous_line = -1, 0
+    for file, line, count in header:
+        index = place[file]
+        keys += (index, line - previous_line if index == previous_file else line, count)
+        previous_file, previous_line = index, line
+    deltas = list(numbers)
+    typecode = "H" if max(deltas, default=0) < 1 << 16 else "I"
+    packed = array(typecode, deltas)
+    if sys.byteorder != "little":
+        packed.byteswap()
+    encoded = json.dumps([files, names, keys, typecode], separators=(",", ":")).encode()
+    return {"data": zlib.compress(len(encoded).to_bytes(4, "little") + encoded + packed.tobytes(), 9)}
+
+
+def _old_data(row) -> dict:
+    """0011's data as 0009's files and lines."""
+    if not row["data"]:
+        return {"files": "", "lines": None}
+    raw = zlib.decompress(row["data"])
+    size = int.from_bytes(raw[:4], "little")
+    files, names, keys, typecode = json.loads(raw[4:4 + size])
+    deltas = array(typecode)
+    deltas.frombytes(raw[4 + size:])
+    if sys.byteorder != "little":
+        deltas.byteswap()
+    header, line, previous_file = [], 0, -1
+    for i in range(0, len(keys), 3):
+        file, step, count = keys[i:i + 3]
+        line = step if file != previous_file else line + step
+        previous_file = file
+        header.append([names[file], line, count])
+    lines = None
+    if header:
+        numbers = array("I", deltas)
+        if sys.byteorder != "little":
+            numbers.byteswap()
+        encoded = json.dumps(header, separators=(",", ":")).encode()
+        lines = zlib.compress(len(encoded).to_bytes(4, "little") + encoded + numbers.tobytes(), 6)
+    return {"files": json.dumps(files), "lines": lines}
