@@ -286,3 +286,20 @@ def test_line_indexes_and_banner_fields_survive_a_downgrade_to_0010_and_back(tmp
         assert differences(engine) == []
     finally:
         engine.dispose()
+
+
+def test_a_new_sqlite_file_gets_2k_pages_and_an_existing_one_keeps_its_own(tmp_path):
+    import sqlite3
+
+    from app.db import SQLITE_PAGE_SIZE
+
+    old = tmp_path / "old.db"
+    with sqlite3.connect(old) as connection:  # a file made by another program, 4 KB pages
+        connection.execute("PRAGMA page_size=4096")
+        connection.execute("CREATE TABLE other (x INTEGER)")
+    for path, expected in ((tmp_path / "new.db", SQLITE_PAGE_SIZE), (old, 4096)):
+        Database(f"sqlite:///{path}").dispose()
+        with sqlite3.connect(path) as connection:
+            assert connection.execute("PRAGMA page_size").fetchone()[0] == expected
+            connection.execute("VACUUM")
+            assert connection.execute("PRAGMA page_size").fetchone()[0] == expected
