@@ -162,8 +162,8 @@ def table(results: dict) -> str:
     low, high = (size / MB for size in ingest_bench.SMALL_CAPTURE_BYTES)
     for key, what in (
         ("storage", "whole corpus"),
-        ("storage_small", f"small captures ({low:.0f}-{high:.0f} MB raw each)"),
-        ("storage_tiny", f"tiny captures (under {low:.0f} MB raw each)"),
+        ("storage_small", f"small captures, {low:.0f}-{high:.0f} MB raw each"),
+        ("storage_tiny", f"tiny captures, under {low:.0f} MB raw each"),
     ):
         storage = results.get(key)
         if not storage:
@@ -173,7 +173,8 @@ def table(results: dict) -> str:
             shape += ": " + ", ".join(storage["archive_names"])
         rows.append((
             f"stored / raw, {what} ({shape}; one run each, after the server's background work)",
-            f"{storage['share'] * 100:.2f}% ({storage['db_bytes'] / MB:.2f} MB)", "", "≤ 2%",
+            # The tiny ones are shown for the schema's floor, not held to the target.
+            f"{storage['share'] * 100:.2f}% ({storage['db_bytes'] / MB:.2f} MB)", "", "" if key == "storage_tiny" else "≤ 2%",
         ))
         if "compacted_bytes" in storage:
             rows.append((
@@ -198,8 +199,8 @@ def table(results: dict) -> str:
             floor = storage["empty_db_bytes"]
             rows.append((
                 "  of which the empty schema's floor (same for any capture)",
-                f"{floor / MB:.2f} MB ({floor / storage['raw_bytes'] * 100:.2f}%;"
-                f" {(storage['db_bytes'] - floor) / storage['raw_bytes'] * 100:.2f}% without it)", "", "",
+                (f"{floor / MB:.2f} MB ({floor / storage['raw_bytes'] * 100:.2f}%;"
+                 f" {(storage['db_bytes'] - floor) / storage['raw_bytes'] * 100:.2f}% without it)"), "", "",
             ))
         for name, size in split_tables(storage.get("tables", {}), storage["raw_bytes"]):
             rows.append((f"  {name}", size, "", ""))
