@@ -80,17 +80,27 @@ class LineIndex(Base):
 
     ``context`` is ``facts`` (an LLVM text's flags only), a snapshot kind (the index from the
     text's own locations) or ``llvm@<metadata blob>`` (an LLVM dump counted per ``!dbg`` node,
-    read against that metadata table; empty after ``@`` when none)."""
+    read against that metadata table; empty after ``@`` when none). The index itself is bytes
+    ``start`` to ``start + size`` of the ``line_index_packs`` row ``pack`` (None: no index)."""
 
     __tablename__ = "line_indexes"
     blob: Mapped[str] = mapped_column(HexHash, primary_key=True)
     context: Mapped[str] = mapped_column(String(80), primary_key=True)
     flags: Mapped[int] = mapped_column(Integer, default=0)
-    # zlib of the located IR lines per Python file and the IR lines of each Python line (see
-    # app/line_index.py: _pack); None for a `facts` row.
-    data: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    pack: Mapped[int | None] = mapped_column(Integer)
+    start: Mapped[int] = mapped_column(Integer, default=0)
+    size: Mapped[int] = mapped_column(Integer, default=0)
     # SQLite: the key is the table (no rowid, no second copy of the key in an index).
     __table_args__ = ({"sqlite_with_rowid": False},)
+
+
+class LineIndexPack(Base):
+    """The line indexes computed together (one compilation's new ones), as one zstd frame: the
+    indexes of successive passes are near copies, which one frame stores once (app/line_index.py)."""
+
+    __tablename__ = "line_index_packs"
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class Run(Base):

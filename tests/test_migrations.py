@@ -14,7 +14,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from fastapi.testclient import TestClient
-from sqlalchemy import inspect, text
+from sqlalchemy import inspect, select, text
 from sqlalchemy.engine import Engine
 
 from app.db import (
@@ -247,45 +247,61 @@ def test_each_revision_downgrades_to_nothing(tmp_path, revision):
         engine.dispose()
 
 
-def test_line_indexes_and_banner_fields_survive_a_downgrade_to_0010_and_back(tmp_path):
-    """Revision 0011 packs a line index's files and lines into one column and moves the banner's
-    fields onto its row: a real capture's rows, down to 0010's form and up again, come back byte
-    for byte, and every snapshot shows the same pass fields."""
-    from app import map_prep
+def test_banner_fields_survive_a_downgrade_to_0010_and_back_and_line_indexes_are_made_again(tmp_path):
+    """Revision 0011 moves the banner's fields onto its row: a real capture's snapshots show the same
+    fields at 0010 and at 0011 again. Its line indexes (derived rows) are dropped both ways with the
+    runs' "prepared" mark, and the preparation makes the same indexes again."""
+    from app import map_prep, source_map
+    from app.models import Compilation
     from tests.conftest import corpus_archive, ingest_paths
+
+    def indexes(database: Database) -> list:
+        source_map.clear()
+        with database.session() as session:
+            return [[(entry.files, [entry.lines(file, line) for file in entry.files for line in range(1, 120)])
+                     for entry in source_map.pass_indexes(session, c.snapshots)]
+                    for c in session.scalars(select(Compilation).order_by(Compilation.pk))]
 
     url = fresh_db_url(tmp_path)
     database = Database(url)
     try:
         run = ingest_paths(database, [corpus_archive("sm90_llvm")])
         map_prep.prepare_run(database, run["run"])
+        before = indexes(database)
     finally:
         database.dispose()
+    assert sum(len(entry[0]) for compilation in before for entry in compilation) > 50
+    assert sum(bool(lines) for compilation in before for entry in compilation for lines in entry[1]) > 500
     engine = make_engine(url)
     fields = ('SELECT s.pk, b.text, b.kind, b."when", b.pass_name, b.pass_arg, b.pass_options, b.failed, '
               "coalesce(s.unit, b.scope) FROM snapshots s JOIN banners b ON b.pk = s.banner_pk ORDER BY s.pk")
-    indexes = "SELECT blob, context, flags, data FROM line_indexes ORDER BY blob, context"
     try:
         with engine.connect() as connection:
-            before, rows = connection.execute(text(indexes)).all(), connection.execute(text(fields)).all()
-        assert len(before) > 50 and sum(row.data is not None for row in before) > 30
+            rows = connection.execute(text(fields)).all()
         with migration_connection(engine) as connection:
             command.downgrade(alembic_config(connection), "0010")
         with engine.connect() as connection:
-            assert connection.scalar(text("SELECT count(*) FROM line_indexes WHERE lines IS NOT NULL")) > 30
             old = connection.execute(text(
                 'SELECT s.pk, b.text, s.kind, s."when", s.pass_name, s.pass_arg, s.pass_options, s.failed, s.scope '
                 "FROM snapshots s JOIN banners b ON b.pk = s.banner_pk ORDER BY s.pk"
             )).all()
+            assert connection.scalar(text("SELECT count(*) FROM line_indexes")) == 0
         assert [tuple(row) for row in old] == [tuple(row) for row in rows]
         with migration_connection(engine) as connection:
             command.upgrade(alembic_config(connection), "head")
         with engine.connect() as connection:
-            assert [tuple(row) for row in connection.execute(text(indexes))] == [tuple(row) for row in before]
             assert [tuple(row) for row in connection.execute(text(fields))] == [tuple(row) for row in rows]
+            assert connection.scalar(text("SELECT count(*) FROM line_indexes")) == 0
         assert differences(engine) == []
     finally:
         engine.dispose()
+    database = Database(url)
+    try:
+        assert map_prep.pending_runs(database) == [run["run"]]
+        map_prep.prepare_run(database, run["run"])
+        assert indexes(database) == before
+    finally:
+        database.dispose()
 
 
 def test_a_new_sqlite_file_gets_2k_pages_and_an_existing_one_keeps_its_own(tmp_path):

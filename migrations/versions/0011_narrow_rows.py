@@ -8,9 +8,11 @@ A banner whose snapshots disagree on those fields (stored by an older parser, or
 into one row per distinct set of fields, so every snapshot reads back what it stored. Banners no
 snapshot uses are dropped.
 
-`line_indexes.files` (JSON) and `lines` (zlib of a JSON header and uint32 deltas) become one `data`
-column (app/line_index.py: zlib level 9 of both, file names once, uint16 deltas where they fit), and
-on SQLite the table is keyed without a rowid (no second copy of the key in an index).
+`line_indexes` rows point into `line_index_packs` (one zstd frame per compilation's new indexes,
+file names once, uint16 deltas where they fit) instead of holding their own zlib data, and on
+SQLite the table is keyed without a rowid. The rows are derived from the stored texts: they are
+dropped both ways, and each run's "prepared" mark with them, so the server's background preparation
+(app/map_prep.py) makes them again (a map visited before that makes its own).
 
 Revision ID: 0011
 Revises: 0010
@@ -20,9 +22,6 @@ Create Date: 2026-11-25
 from __future__ import annotations
 
 import json
-import sys
-import zlib
-from array import array
 from collections import Counter
 
 import sqlalchemy as sa
@@ -68,14 +67,52 @@ def _matches(values: dict, prefix: str = "") -> tuple[str, dict]:
 
 def upgrade() -> None:
     _banner_fields()
-    _rebuild_line_indexes(_new_data, (sa.Column("data", sa.LargeBinary(), nullable=True),), ("data",),
-                          {"sqlite_with_rowid": False})
+    op.drop_table("line_indexes")
+    op.create_table(
+        "line_indexes",
+        sa.Column("blob", sa.LargeBinary(), nullable=False),
+        sa.Column("context", sa.String(80), nullable=False),
+        sa.Column("flags", sa.Integer(), nullable=False),
+        sa.Column("pack", sa.Integer(), nullable=True),
+        sa.Column("start", sa.Integer(), nullable=False),
+        sa.Column("size", sa.Integer(), nullable=False),
+        sa.PrimaryKeyConstraint("blob", "context"),
+        sqlite_with_rowid=False,
+    )
+    op.create_table(
+        "line_index_packs",
+        sa.Column("pk", sa.Integer(), nullable=False),
+        sa.Column("data", sa.LargeBinary(), nullable=False),
+        sa.PrimaryKeyConstraint("pk"),
+    )
+    _unmark_prepared_runs()
 
 
 def downgrade() -> None:
-    _rebuild_line_indexes(_old_data, (sa.Column("files", sa.Text(), nullable=False),
-                                      sa.Column("lines", sa.LargeBinary(), nullable=True)), ("files", "lines"), {})
+    op.drop_table("line_index_packs")
+    op.drop_table("line_indexes")
+    op.create_table(  # as 0009 made it, with 0010's 32-byte hash
+        "line_indexes",
+        sa.Column("blob", sa.LargeBinary(), primary_key=True),
+        sa.Column("context", sa.String(80), primary_key=True),
+        sa.Column("flags", sa.Integer(), nullable=False),
+        sa.Column("files", sa.Text(), nullable=False),
+        sa.Column("lines", sa.LargeBinary(), nullable=True),
+    )
+    _unmark_prepared_runs()
     _banner_fields_back()
+
+
+def _unmark_prepared_runs() -> None:
+    """Runs lose app/map_prep.py's mark ("line_index" in runs.stats): their indexes are made again."""
+    bind = op.get_bind()
+    value = "CAST(:stats AS JSON)" if bind.dialect.name == "postgresql" else ":stats"
+    for run_id, stats in bind.execute(sa.text("SELECT id, stats FROM runs")).all():
+        values = json.loads(stats) if isinstance(stats, str | bytes) else stats
+        if isinstance(values, dict) and "line_index" in values:
+            values.pop("line_index")
+            bind.execute(sa.text(f"UPDATE runs SET stats = {value} WHERE id = :id"),
+                         {"stats": json.dumps(values), "id": run_id})
 
 
 def _banner_fields() -> None:
@@ -147,94 +184,3 @@ def _banner_fields_back() -> None:
         for name in fields:
             batch.drop_column(name)
 
-
-def _rebuild_line_indexes(convert, columns: tuple, names: tuple[str, ...], kwargs: dict) -> None:
-    """A new `line_indexes` with these payload columns, each row converted, in place of the old."""
-    bind = op.get_bind()
-    op.create_table(
-        "line_indexes_new",
-        sa.Column("blob", sa.LargeBinary(), nullable=False),
-        sa.Column("context", sa.String(80), nullable=False),
-        sa.Column("flags", sa.Integer(), nullable=False),
-        *columns,
-        sa.PrimaryKeyConstraint("blob", "context", name="line_indexes_new_pkey"),
-        **kwargs,
-    )
-    insert = sa.text(f"INSERT INTO line_indexes_new (blob, context, flags, {', '.join(names)}) VALUES "
-                     f"(:blob, :context, :flags, {', '.join(':' + name for name in names)})")
-    last: tuple = (b"", "")
-    while True:
-        rows = bind.execute(sa.text(
-            "SELECT * FROM line_indexes WHERE blob > :blob OR (blob = :blob AND context > :context) "
-            "ORDER BY blob, context LIMIT 2000"), {"blob": last[0], "context": last[1]}).mappings().all()
-        if not rows:
-            break
-        last = (bytes(rows[-1]["blob"]), rows[-1]["context"])
-        bind.execute(insert, [{"blob": bytes(row["blob"]), "context": row["context"], "flags": row["flags"],
-                               **convert(row)} for row in rows])
-    op.drop_table("line_indexes")
-    op.rename_table("line_indexes_new", "line_indexes")
-    if bind.dialect.name == "postgresql":
-        op.execute("ALTER TABLE line_indexes RENAME CONSTRAINT line_indexes_new_pkey TO line_indexes_pkey")
-
-
-def _old_lines(packed: bytes | None) -> tuple[list, array]:
-    if not packed:
-        return [], array("I")
-    raw = zlib.decompress(packed)
-    size = int.from_bytes(raw[:4], "little")
-    numbers = array("I")
-    numbers.frombytes(raw[4 + size:])
-    if sys.byteorder != "little":
-        numbers.byteswap()
-    return json.loads(raw[4:4 + size]), numbers
-
-
-def _new_data(row) -> dict:
-    """0009's files and lines as 0011's data (app/line_index.py: _pack, as of this revision)."""
-    files = json.loads(row["files"]) if row["files"] else {}
-    header, numbers = _old_lines(row["lines"])
-    if not files and not header:
-        return {"data": None}
-    names = sorted({file for file, _, _ in header})
-    place = {name: i for i, name in enumerate(names)}
-    keys: list[int] = []
-    previous_file, previous_line = -1, 0
-    for file, line, count in header:
-        index = place[file]
-        keys += (index, line - previous_line if index == previous_file else line, count)
-        previous_file, previous_line = index, line
-    deltas = list(numbers)
-    typecode = "H" if max(deltas, default=0) < 1 << 16 else "I"
-    packed = array(typecode, deltas)
-    if sys.byteorder != "little":
-        packed.byteswap()
-    encoded = json.dumps([files, names, keys, typecode], separators=(",", ":")).encode()
-    return {"data": zlib.compress(len(encoded).to_bytes(4, "little") + encoded + packed.tobytes(), 9)}
-
-
-def _old_data(row) -> dict:
-    """0011's data as 0009's files and lines."""
-    if not row["data"]:
-        return {"files": "", "lines": None}
-    raw = zlib.decompress(row["data"])
-    size = int.from_bytes(raw[:4], "little")
-    files, names, keys, typecode = json.loads(raw[4:4 + size])
-    deltas = array(typecode)
-    deltas.frombytes(raw[4 + size:])
-    if sys.byteorder != "little":
-        deltas.byteswap()
-    header, line, previous_file = [], 0, -1
-    for i in range(0, len(keys), 3):
-        file, step, count = keys[i:i + 3]
-        line = step if file != previous_file else line + step
-        previous_file = file
-        header.append([names[file], line, count])
-    lines = None
-    if header:
-        numbers = array("I", deltas)
-        if sys.byteorder != "little":
-            numbers.byteswap()
-        encoded = json.dumps(header, separators=(",", ":")).encode()
-        lines = zlib.compress(len(encoded).to_bytes(4, "little") + encoded + numbers.tobytes(), 6)
-    return {"files": json.dumps(files), "lines": lines}
