@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from itertools import accumulate
 
 import zstandard
-from sqlalchemy import insert, select
+from sqlalchemy import bindparam, insert, select
 from sqlalchemy.orm import Session
 
 from app import render
@@ -123,16 +123,33 @@ def _context(kind: str, flags: int, digest: str, metadata: str | None) -> str:
     return "llvm"
 
 
+class _Row:
+    """A `line_indexes` row as read or made here (plain attributes: a page reads hundreds)."""
+
+    __slots__ = ("blob", "context", "flags", "pack", "raw", "size", "start")
+
+    def __init__(self, blob: str, context: str, flags: int, pack: int | None, start: int, size: int,
+                 raw: bytes | None = None) -> None:
+        self.blob, self.context, self.flags = blob, context, flags
+        self.pack, self.start, self.size = pack, start, size
+        self.raw = raw  # the index, for a row made here
+
+
+_COLUMNS = ("blob", "context", "flags", "pack", "start", "size")
+_ROWS = select(*(getattr(LineIndex, name) for name in _COLUMNS)).where(
+    LineIndex.blob.in_(bindparam("blobs", expanding=True)))
+_PACK_ROWS = select(LineIndexPack.pk, LineIndexPack.data).where(LineIndexPack.pk.in_(bindparam("pks", expanding=True)))
+
+
 def indexes_for(session: Session, snapshots: Sequence[Snapshot], *, store: bool = True) -> list[Entry]:
     """The stored index of each snapshot (compilation order), computing and storing what lacks."""
     blobs = sorted({snapshot.blob for snapshot in snapshots})
-    rows: dict[tuple[str, str], LineIndex] = {}
+    rows: dict[tuple[str, str], _Row] = {}
     for start in range(0, len(blobs), 500):
-        query = select(LineIndex).where(LineIndex.blob.in_(blobs[start : start + 500]))
-        rows.update({(row.blob, row.context): row for row in session.scalars(query)})
+        for values in session.execute(_ROWS, {"blobs": blobs[start : start + 500]}):
+            rows[(values[0], values[1])] = _Row(*values)
     packs = _packs(session, {row.pack for row in rows.values() if row.pack is not None})
-    added: list[LineIndex] = []
-    computed: dict[int, bytes] = {}  # id(row) -> its index, for the rows made here
+    added: list[_Row] = []
     entries: list[Entry] = []
     shared: dict[int, Entry] = {}
     metadata: str | None = None  # the latest LLVM dump with a metadata table so far
@@ -144,8 +161,7 @@ def indexes_for(session: Session, snapshots: Sequence[Snapshot], *, store: bool 
             facts = rows.get((snapshot.blob, FACTS))
             if facts is None:
                 text = _text(session, snapshot.blob)
-                facts = LineIndex(blob=snapshot.blob, context=FACTS, flags=_facts(text), pack=None, start=0, size=0)
-                rows[(snapshot.blob, FACTS)] = facts
+                facts = rows[(snapshot.blob, FACTS)] = _Row(snapshot.blob, FACTS, _facts(text), None, 0, 0)
                 added.append(facts)
             flags = facts.flags
         context = _context(kind, flags, snapshot.blob, metadata)
@@ -154,18 +170,16 @@ def indexes_for(session: Session, snapshots: Sequence[Snapshot], *, store: bool 
         row = rows.get((snapshot.blob, context))
         if row is None or (row.pack is not None and row.pack not in packs):  # a lost pack: made again
             raw = _compute(session, snapshot.blob, text if text is not None else _text(session, snapshot.blob), context)
-            row = LineIndex(blob=snapshot.blob, context=context, flags=0, pack=None, start=0, size=len(raw))
-            rows[(snapshot.blob, context)] = row
-            computed[id(row)] = raw
+            row = rows[(snapshot.blob, context)] = _Row(snapshot.blob, context, 0, None, 0, len(raw), raw)
             added.append(row)
         entry = shared.get(id(row))
         if entry is None:
-            raw = computed[id(row)] if id(row) in computed else (
+            raw = row.raw if row.raw is not None else (
                 packs[row.pack][row.start : row.start + row.size] if row.pack is not None else b"")
             entry = shared[id(row)] = Entry.of(raw)
         entries.append(entry)
     if added and store:
-        _store(session, added, computed)
+        _store(session, added)
     return entries
 
 
@@ -174,30 +188,27 @@ def _packs(session: Session, pks: set[int]) -> dict[int, bytes]:
     found: dict[int, bytes] = {}
     ordered = sorted(pks)
     for start in range(0, len(ordered), 500):
-        query = select(LineIndexPack.pk, LineIndexPack.data).where(LineIndexPack.pk.in_(ordered[start : start + 500]))
-        found.update((pk, decompress(bytes(data))) for pk, data in session.execute(query))
+        rows = session.execute(_PACK_ROWS, {"pks": ordered[start : start + 500]})
+        found.update((pk, decompress(bytes(data))) for pk, data in rows)
     return found
 
 
-def _store(session: Session, added: list[LineIndex], computed: dict[int, bytes]) -> None:
+def _store(session: Session, added: list[_Row]) -> None:
     """The new rows, their indexes in one new pack (a row another session stored meanwhile is kept,
     as is a lost pack's row: it is made again on its next read)."""
     offset, parts = 0, []
     for row in added:
-        raw = computed.get(id(row), b"")
-        if raw:
-            row.start, row.size = offset, len(raw)
-            parts.append(raw)
-            offset += len(raw)
-    pack = None
+        if row.raw:
+            row.start, row.size = offset, len(row.raw)
+            parts.append(row.raw)
+            offset += len(row.raw)
     if parts:
         data = zstandard.ZstdCompressor(level=PACK_LEVEL).compress(b"".join(parts))
         pack = session.scalar(insert(LineIndexPack).values(data=data).returning(LineIndexPack.pk))
-    for row in added:
-        if id(row) in computed:
-            row.pack = pack if row.size else None
-    columns = ("blob", "context", "flags", "pack", "start", "size")
-    values = [{name: getattr(row, name) for name in columns} for row in added]
+        for row in added:
+            if row.raw:
+                row.pack = pack
+    values = [{name: getattr(row, name) for name in _COLUMNS} for row in added]
     # A background prep and a map visit may index the same blob at once: the first row stands.
     session.execute(insert_ignoring(session, LineIndex, ("blob", "context")), values)
 
