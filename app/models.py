@@ -6,6 +6,8 @@ that the migrations and these models agree)."""
 
 from __future__ import annotations
 
+import json
+import zlib
 from datetime import UTC, datetime
 
 from sqlalchemy import (
@@ -46,6 +48,20 @@ class HexHash(TypeDecorator):
 
     def process_result_value(self, value, dialect):
         return None if value is None else bytes(value).hex()
+
+
+class ZippedJSON(TypeDecorator):
+    """JSON stored zlib-compressed: a cache folder's metadata repeats its keys in every compilation
+    (1.2 KB of text, half that compressed). Never filtered on in SQL."""
+
+    impl = LargeBinary
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        return None if value is None else zlib.compress(json.dumps(value, separators=(",", ":")).encode(), 9)
+
+    def process_result_value(self, value, dialect):
+        return None if value is None else json.loads(zlib.decompress(value))
 
 
 def to_db_hash(value: str | None) -> bytes | None:
@@ -145,7 +161,7 @@ class Compilation(Base):
     compile_seconds: Mapped[float | None] = mapped_column(Float)
     counts: Mapped[dict] = mapped_column(JSON, default=dict)  # {"mlir": N, "internal": N, "llvm": N}
     changed: Mapped[int] = mapped_column(Integer, default=0)
-    metadata_json: Mapped[dict | None] = mapped_column(JSON)
+    metadata_json: Mapped[dict | None] = mapped_column(ZippedJSON)
     run: Mapped[Run] = relationship(back_populates="compilations")
     snapshots: Mapped[list[Snapshot]] = relationship(order_by="Snapshot.index", cascade="all, delete-orphan")
     artifacts: Mapped[list[Artifact]] = relationship(order_by="Artifact.pk", cascade="all, delete-orphan")

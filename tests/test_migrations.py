@@ -3,6 +3,7 @@ from a database made before irlens had migrations; the migrations and the models
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -255,6 +256,10 @@ def test_banner_fields_survive_a_downgrade_to_0010_and_back_and_line_indexes_are
     from app.models import Compilation
     from tests.conftest import corpus_archive, ingest_paths
 
+    def metadata(database: Database) -> list:
+        with database.session() as session:
+            return [c.metadata_json for c in session.scalars(select(Compilation).order_by(Compilation.pk))]
+
     def indexes(database: Database) -> list:
         source_map.clear()
         with database.session() as session:
@@ -268,9 +273,11 @@ def test_banner_fields_survive_a_downgrade_to_0010_and_back_and_line_indexes_are
         run = ingest_paths(database, [corpus_archive("sm90_llvm")])
         map_prep.prepare_run(database, run["run"])
         before = indexes(database)
+        cache_metadata = metadata(database)
     finally:
         database.dispose()
     assert sum(len(entry[0]) for compilation in before for entry in compilation) > 50
+    assert any(cache_metadata)
     assert sum(bool(lines) for compilation in before for entry in compilation for lines in entry[1]) > 500
     engine = make_engine(url)
     fields = ('SELECT s.pk, b.text, b.kind, b."when", b.pass_name, b.pass_arg, b.pass_options, b.failed, '
@@ -286,6 +293,8 @@ def test_banner_fields_survive_a_downgrade_to_0010_and_back_and_line_indexes_are
                 "FROM snapshots s JOIN banners b ON b.pk = s.banner_pk ORDER BY s.pk"
             )).all()
             assert connection.scalar(text("SELECT count(*) FROM line_indexes")) == 0
+            stored = connection.scalar(text("SELECT metadata_json FROM compilations WHERE metadata_json IS NOT NULL"))
+            assert (json.loads(stored) if isinstance(stored, str) else stored) in cache_metadata
         assert [tuple(row) for row in old] == [tuple(row) for row in rows]
         with migration_connection(engine) as connection:
             command.upgrade(alembic_config(connection), "head")
@@ -300,6 +309,7 @@ def test_banner_fields_survive_a_downgrade_to_0010_and_back_and_line_indexes_are
         assert map_prep.pending_runs(database) == [run["run"]]
         map_prep.prepare_run(database, run["run"])
         assert indexes(database) == before
+        assert metadata(database) == cache_metadata  # zlib at 0011, JSON at 0010, zlib again
     finally:
         database.dispose()
 

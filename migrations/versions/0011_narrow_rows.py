@@ -8,6 +8,8 @@ A banner whose snapshots disagree on those fields (stored by an older parser, or
 into one row per distinct set of fields, so every snapshot reads back what it stored. Banners no
 snapshot uses are dropped.
 
+`compilations.metadata_json` is stored zlib-compressed (app/models.py: ZippedJSON).
+
 `line_indexes` rows point into `line_index_packs` (one zstd frame per compilation's new indexes,
 file names once, uint16 deltas where they fit) instead of holding their own zlib data, and on
 SQLite the table is keyed without a rowid. The rows are derived from the stored texts: they are
@@ -22,6 +24,7 @@ Create Date: 2026-11-25
 from __future__ import annotations
 
 import json
+import zlib
 from collections import Counter
 
 import sqlalchemy as sa
@@ -67,6 +70,8 @@ def _matches(values: dict, prefix: str = "") -> tuple[str, dict]:
 
 def upgrade() -> None:
     _banner_fields()
+    _convert_metadata(sa.LargeBinary(), lambda value: zlib.compress(
+        json.dumps(value, separators=(",", ":")).encode(), 9))
     op.drop_table("line_indexes")
     op.create_table(
         "line_indexes",
@@ -100,7 +105,35 @@ def downgrade() -> None:
         sa.Column("lines", sa.LargeBinary(), nullable=True),
     )
     _unmark_prepared_runs()
+    _convert_metadata(sa.JSON(), lambda value: value)
     _banner_fields_back()
+
+
+def _convert_metadata(type_, convert) -> None:
+    """`compilations.metadata_json` as `type_` (JSON or zlib bytes), each value converted."""
+    bind = op.get_bind()
+    with op.batch_alter_table("compilations") as batch:
+        batch.add_column(sa.Column("metadata_new", type_, nullable=True))
+    table = sa.table("compilations", sa.column("pk", sa.Integer()), sa.column("metadata_new", type_))
+    last = 0
+    while True:
+        rows = bind.execute(sa.text("SELECT pk, metadata_json FROM compilations WHERE pk > :last "
+                                    "AND metadata_json IS NOT NULL ORDER BY pk LIMIT 1000"), {"last": last}).all()
+        if not rows:
+            break
+        last = rows[-1][0]
+        values = []
+        for pk, value in rows:
+            if isinstance(value, bytes | memoryview):  # zlib bytes, going back
+                value = json.loads(zlib.decompress(bytes(value)))
+            elif isinstance(value, str):  # SQLite's JSON text
+                value = json.loads(value)
+            values.append({"key": pk, "value": convert(value)})
+        bind.execute(table.update().where(table.c.pk == sa.bindparam("key"))
+                     .values(metadata_new=sa.bindparam("value")), values)
+    with op.batch_alter_table("compilations") as batch:
+        batch.drop_column("metadata_json")
+        batch.alter_column("metadata_new", new_column_name="metadata_json", existing_type=type_)
 
 
 def _unmark_prepared_runs() -> None:
