@@ -20,7 +20,7 @@ from app import blob_facts, render
 from app.compare import Pair, PassStep, align, first_divergence
 from app.compilation_data import compilation_data
 from app.highlight.hwops import GROUPS
-from app.models import Artifact, Compilation, Run, Snapshot
+from app.models import Artifact, Banner, Compilation, Run, Snapshot
 from app.queries import iso_time
 from app.urls import Urls, compilation_id, parse_compilation_id, snapshot_id
 
@@ -291,9 +291,10 @@ def run_variants(session: Session, run: Run, urls: Urls) -> list[dict[str, Any]]
     steps: dict[int, list[tuple]] = {pk: [] for pk in pks}
     for row in session.execute(
         select(
-            Snapshot.compilation_pk, Snapshot.index, Snapshot.pass_name, Snapshot.pass_arg, Snapshot.when,
+            Snapshot.compilation_pk, Snapshot.index, Banner.pass_name, Banner.pass_arg, Banner.when,
             Snapshot.blob, Snapshot.stage, Snapshot.line_count,
         )
+        .join(Snapshot.banner)
         .where(Snapshot.compilation_pk.in_(pks))
         .order_by(Snapshot.compilation_pk, Snapshot.index)
     ):

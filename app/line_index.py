@@ -2,7 +2,8 @@
 
 Each (blob, reading context) gets one row: the located IR lines per Python file, and, packed
 (see :func:`_pack`), the IR lines of each Python line. Rows are shared by every run holding the
-blob. :func:`index_run` fills them right after ingest; the map page fills
+blob. The indexes computed together (a compilation's new ones) are stored as one zstd frame, a
+`line_index_packs` row, that each row points into: successive passes' indexes are near copies. :func:`index_run` fills them right after ingest; the map page fills
 what is missing (runs ingested before) on its first visit through :func:`indexes_for`.
 
 How a snapshot's text is read follows its snapshot page: MLIR and assembly by their own
@@ -15,38 +16,48 @@ from __future__ import annotations
 
 import json
 import sys
-import zlib
 from array import array
 from collections.abc import Sequence
 from itertools import accumulate
 
-from sqlalchemy import select
+import zstandard
+from sqlalchemy import bindparam, insert, select
 from sqlalchemy.orm import Session
 
 from app import render
-from app.blobs import insert_ignoring
-from app.models import Compilation, LineIndex, Snapshot
+from app.blobs import decompress, insert_ignoring
+from app.models import Compilation, LineIndex, LineIndexPack, Snapshot
 from parsers.loc import LlvmLocations, llvm_by_node_applies, llvm_lines_by_node, llvm_node_counts
 
 FACTS = "facts"
 _HAS_METADATA, _NEEDS_METADATA, _BY_NODE = 1, 2, 4
 _NO_TABLE = LlvmLocations("")
 _TABLES = render.SizedLRU(max_bytes=64 << 20, max_items=64)  # metadata digest -> LlvmLocations
+PACK_LEVEL = 12  # a compilation's indexes in 0.1-0.5 ms; level 19 is 5% smaller at 7x the time
 
 
 class Entry:
     """One stored index: located IR lines per file, and the packed per-line table, unpacked on
     the first question (one Entry per row: snapshots of the same text share it)."""
 
-    def __init__(self, files: dict[str, int], packed: bytes | None) -> None:
+    def __init__(self, files: dict[str, int], keys: list[int], names: list[str], numbers: bytes) -> None:
         self.files = files
-        self.packed = packed
-        self._deltas: dict[tuple[str, int], list[int]] | None = None
+        self._packed = (keys, names, numbers)
+        self._deltas: dict[tuple[str, int], tuple[int, int, array]] | None = None
+
+    @classmethod
+    def of(cls, raw: bytes) -> Entry:
+        """An index as :func:`_pack` made it."""
+        if not raw:
+            return cls({}, [], [], b"")
+        header_size = int.from_bytes(raw[:4], "little")
+        files, names, keys, typecode = json.loads(raw[4 : 4 + header_size])
+        return cls(files, keys, names, typecode.encode() + raw[4 + header_size :])
 
     def lines(self, file: str, line: int) -> list[int]:
         """The 1-based IR lines of Python ``file:line``."""
         if self._deltas is None:
-            self._deltas = _unpack(self.packed)
+            self._deltas = _unpack(*self._packed)
         found = self._deltas.get((file, line))
         if found is None:
             return []
@@ -54,40 +65,52 @@ class Entry:
         return list(accumulate(numbers[start : start + count]))
 
 
-def _unpack(packed: bytes | None) -> dict[tuple[str, int], tuple[int, int, array]]:
-    """(file, line) -> (start, count, deltas): only the small header is parsed here."""
-    if not packed:
+def _unpack(keys: list[int], names: list[str], numbers: bytes) -> dict[tuple[str, int], tuple[int, int, array]]:
+    """(file, line) -> (start, count, deltas): only the small header is walked here."""
+    if not keys:
         return {}
-    raw = zlib.decompress(packed)
-    header_size = int.from_bytes(raw[:4], "little")
-    numbers = array("I")
-    numbers.frombytes(raw[4 + header_size :])
+    deltas = array(numbers[:1].decode())
+    deltas.frombytes(numbers[1:])
     if sys.byteorder != "little":
-        numbers.byteswap()
+        deltas.byteswap()
     found: dict[tuple[str, int], tuple[int, int, array]] = {}
-    start = 0
-    for file, line, count in json.loads(raw[4 : 4 + header_size]):
-        found[(file, line)] = (start, count, numbers)
+    start, previous_file, line = 0, -1, 0
+    for i in range(0, len(keys), 3):
+        file, step, count = keys[i : i + 3]
+        line = step if file != previous_file else line + step
+        previous_file = file
+        found[(names[file], line)] = (start, count, deltas)
         start += count
     return found
 
 
-def _pack(by_source: dict[tuple[str, int], list[int]]) -> bytes | None:
-    """zlib of: header size (4 bytes), JSON header [[file, line, count], ...], then every key's IR
-    lines as uint32 deltas in header order (little-endian), so one line is found without the rest."""
-    if not by_source:
-        return None
-    header, numbers = [], array("I")
+def _pack(files: dict[str, int], by_source: dict[tuple[str, int], list[int]]) -> bytes:
+    """Header size (4 bytes); a JSON header ``[files, names, keys, typecode]``:
+    the located IR lines per file, the files the keys name, and per (file, line) key, sorted, the
+    file's place in names, the line (less the previous key's line of the same file) and how many IR
+    lines it has; then every key's IR lines as deltas in key order, little-endian uint16 (typecode
+    "H") or uint32 ("I") where a delta needs it. One line is found without the rest."""
+    if not files and not by_source:
+        return b""
+    names = sorted({file for file, _ in by_source})
+    place = {name: i for i, name in enumerate(names)}
+    keys: list[int] = []
+    deltas: list[int] = []
+    previous_file, previous_line = -1, 0
     for (file, line), lines in sorted(by_source.items()):
-        header.append([file, line, len(lines)])
+        index = place[file]
+        keys += (index, line - previous_line if index == previous_file else line, len(lines))
+        previous_file, previous_line = index, line
         previous = 0
         for number in lines:
-            numbers.append(number - previous)
+            deltas.append(number - previous)
             previous = number
+    typecode = "H" if max(deltas, default=0) < 1 << 16 else "I"
+    numbers = array(typecode, deltas)
     if sys.byteorder != "little":
         numbers.byteswap()
-    encoded = json.dumps(header, separators=(",", ":")).encode()
-    return zlib.compress(len(encoded).to_bytes(4, "little") + encoded + numbers.tobytes(), 6)
+    header = json.dumps([files, names, keys, typecode], separators=(",", ":")).encode()
+    return len(header).to_bytes(4, "little") + header + numbers.tobytes()
 
 
 def _context(kind: str, flags: int, digest: str, metadata: str | None) -> str:
@@ -100,14 +123,33 @@ def _context(kind: str, flags: int, digest: str, metadata: str | None) -> str:
     return "llvm"
 
 
+class _Row:
+    """A `line_indexes` row as read or made here (plain attributes: a page reads hundreds)."""
+
+    __slots__ = ("blob", "context", "flags", "pack", "raw", "size", "start")
+
+    def __init__(self, blob: str, context: str, flags: int, pack: int | None, start: int, size: int,
+                 raw: bytes | None = None) -> None:
+        self.blob, self.context, self.flags = blob, context, flags
+        self.pack, self.start, self.size = pack, start, size
+        self.raw = raw  # the index, for a row made here
+
+
+_COLUMNS = ("blob", "context", "flags", "pack", "start", "size")
+_ROWS = select(*(getattr(LineIndex, name) for name in _COLUMNS)).where(
+    LineIndex.blob.in_(bindparam("blobs", expanding=True)))
+_PACK_ROWS = select(LineIndexPack.pk, LineIndexPack.data).where(LineIndexPack.pk.in_(bindparam("pks", expanding=True)))
+
+
 def indexes_for(session: Session, snapshots: Sequence[Snapshot], *, store: bool = True) -> list[Entry]:
     """The stored index of each snapshot (compilation order), computing and storing what lacks."""
     blobs = sorted({snapshot.blob for snapshot in snapshots})
-    rows: dict[tuple[str, str], LineIndex] = {}
+    rows: dict[tuple[str, str], _Row] = {}
     for start in range(0, len(blobs), 500):
-        query = select(LineIndex).where(LineIndex.blob.in_(blobs[start : start + 500]))
-        rows.update({(row.blob, row.context): row for row in session.scalars(query)})
-    added: list[LineIndex] = []
+        for values in session.execute(_ROWS, {"blobs": blobs[start : start + 500]}):
+            rows[(values[0], values[1])] = _Row(*values)
+    packs = _packs(session, {row.pack for row in rows.values() if row.pack is not None})
+    added: list[_Row] = []
     entries: list[Entry] = []
     shared: dict[int, Entry] = {}
     metadata: str | None = None  # the latest LLVM dump with a metadata table so far
@@ -119,30 +161,56 @@ def indexes_for(session: Session, snapshots: Sequence[Snapshot], *, store: bool 
             facts = rows.get((snapshot.blob, FACTS))
             if facts is None:
                 text = _text(session, snapshot.blob)
-                facts = LineIndex(blob=snapshot.blob, context=FACTS, flags=_facts(text), files="")
-                rows[(snapshot.blob, FACTS)] = facts
+                facts = rows[(snapshot.blob, FACTS)] = _Row(snapshot.blob, FACTS, _facts(text), None, 0, 0)
                 added.append(facts)
             flags = facts.flags
         context = _context(kind, flags, snapshot.blob, metadata)
         if flags & _HAS_METADATA and snapshot.kind == "llvm":
             metadata = snapshot.blob
         row = rows.get((snapshot.blob, context))
-        if row is None:
-            row = _compute(
-                session, snapshot.blob, context, text if text is not None else _text(session, snapshot.blob)
-            )
-            rows[(snapshot.blob, context)] = row
+        if row is None or (row.pack is not None and row.pack not in packs):  # a lost pack: made again
+            raw = _compute(session, snapshot.blob, text if text is not None else _text(session, snapshot.blob), context)
+            row = rows[(snapshot.blob, context)] = _Row(snapshot.blob, context, 0, None, 0, len(raw), raw)
             added.append(row)
         entry = shared.get(id(row))
         if entry is None:
-            entry = shared[id(row)] = Entry(json.loads(row.files) if row.files else {}, row.lines)
+            raw = row.raw if row.raw is not None else (
+                packs[row.pack][row.start : row.start + row.size] if row.pack is not None else b"")
+            entry = shared[id(row)] = Entry.of(raw)
         entries.append(entry)
     if added and store:
-        # A background prep and a map visit may index the same blob at once: the first row stands.
-        columns = ("blob", "context", "flags", "files", "lines")
-        values = [{name: getattr(row, name) for name in columns} for row in added]
-        session.execute(insert_ignoring(session, LineIndex, ("blob", "context")), values)
+        _store(session, added)
     return entries
+
+
+def _packs(session: Session, pks: set[int]) -> dict[int, bytes]:
+    """The raw bytes of these packs (those that exist; a compilation's take well under a ms)."""
+    found: dict[int, bytes] = {}
+    ordered = sorted(pks)
+    for start in range(0, len(ordered), 500):
+        rows = session.execute(_PACK_ROWS, {"pks": ordered[start : start + 500]})
+        found.update((pk, decompress(bytes(data))) for pk, data in rows)
+    return found
+
+
+def _store(session: Session, added: list[_Row]) -> None:
+    """The new rows, their indexes in one new pack (a row another session stored meanwhile is kept,
+    as is a lost pack's row: it is made again on its next read)."""
+    offset, parts = 0, []
+    for row in added:
+        if row.raw:
+            row.start, row.size = offset, len(row.raw)
+            parts.append(row.raw)
+            offset += len(row.raw)
+    if parts:
+        data = zstandard.ZstdCompressor(level=PACK_LEVEL).compress(b"".join(parts))
+        pack = session.scalar(insert(LineIndexPack).values(data=data).returning(LineIndexPack.pk))
+        for row in added:
+            if row.raw:
+                row.pack = pack
+    values = [{name: getattr(row, name) for name in _COLUMNS} for row in added]
+    # A background prep and a map visit may index the same blob at once: the first row stands.
+    session.execute(insert_ignoring(session, LineIndex, ("blob", "context")), values)
 
 
 def index_run(session: Session, run_id: str) -> None:
@@ -166,7 +234,7 @@ def _facts(text: str) -> int:
     return flags
 
 
-def _compute(session: Session, digest: str, context: str, text: str) -> LineIndex:
+def _compute(session: Session, digest: str, text: str, context: str) -> bytes:
     if context.startswith("llvm@"):
         metadata = context[len("llvm@") :]
         files, by_source = _by_node(text, _table(session, metadata, text if metadata == digest else None))
@@ -174,7 +242,7 @@ def _compute(session: Session, digest: str, context: str, text: str) -> LineInde
         found = render.source_index(digest, context, lambda: text)
         files, by_source = dict(found.files), dict(found.by_source)
     ordered = dict(sorted(files.items(), key=lambda item: -item[1]))
-    return LineIndex(blob=digest, context=context, flags=0, files=json.dumps(ordered), lines=_pack(by_source))
+    return _pack(ordered, by_source)
 
 
 def _table(session: Session, digest: str, text: str | None) -> LlvmLocations:

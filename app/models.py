@@ -6,6 +6,8 @@ that the migrations and these models agree)."""
 
 from __future__ import annotations
 
+import json
+import zlib
 from datetime import UTC, datetime
 
 from sqlalchemy import (
@@ -48,6 +50,20 @@ class HexHash(TypeDecorator):
         return None if value is None else bytes(value).hex()
 
 
+class ZippedJSON(TypeDecorator):
+    """JSON stored zlib-compressed: a cache folder's metadata repeats its keys in every compilation
+    (1.2 KB of text, half that compressed). Never filtered on in SQL."""
+
+    impl = LargeBinary
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        return None if value is None else zlib.compress(json.dumps(value, separators=(",", ":")).encode(), 9)
+
+    def process_result_value(self, value, dialect):
+        return None if value is None else json.loads(zlib.decompress(value))
+
+
 def to_db_hash(value: str | None) -> bytes | None:
     """A hex hash as stored; text that is not hex (a mistyped URL) becomes bytes no hash equals."""
     if value is None or isinstance(value, bytes):
@@ -80,14 +96,27 @@ class LineIndex(Base):
 
     ``context`` is ``facts`` (an LLVM text's flags only), a snapshot kind (the index from the
     text's own locations) or ``llvm@<metadata blob>`` (an LLVM dump counted per ``!dbg`` node,
-    read against that metadata table; empty after ``@`` when none)."""
+    read against that metadata table; empty after ``@`` when none). The index itself is bytes
+    ``start`` to ``start + size`` of the ``line_index_packs`` row ``pack`` (None: no index)."""
 
     __tablename__ = "line_indexes"
     blob: Mapped[str] = mapped_column(HexHash, primary_key=True)
     context: Mapped[str] = mapped_column(String(80), primary_key=True)
     flags: Mapped[int] = mapped_column(Integer, default=0)
-    files: Mapped[str] = mapped_column(Text, default="")  # JSON {file: located IR lines}
-    lines: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)  # zlib JSON, see app/line_index.py
+    pack: Mapped[int | None] = mapped_column(Integer)
+    start: Mapped[int] = mapped_column(Integer, default=0)
+    size: Mapped[int] = mapped_column(Integer, default=0)
+    # SQLite: the key is the table (no rowid, no second copy of the key in an index).
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+
+class LineIndexPack(Base):
+    """The line indexes computed together (one compilation's new ones), as one zstd frame: the
+    indexes of successive passes are near copies, which one frame stores once (app/line_index.py)."""
+
+    __tablename__ = "line_index_packs"
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class AdjacentDiff(Base):
@@ -144,7 +173,7 @@ class Compilation(Base):
     compile_seconds: Mapped[float | None] = mapped_column(Float)
     counts: Mapped[dict] = mapped_column(JSON, default=dict)  # {"mlir": N, "internal": N, "llvm": N}
     changed: Mapped[int] = mapped_column(Integer, default=0)
-    metadata_json: Mapped[dict | None] = mapped_column(JSON)
+    metadata_json: Mapped[dict | None] = mapped_column(ZippedJSON)
     run: Mapped[Run] = relationship(back_populates="compilations")
     snapshots: Mapped[list[Snapshot]] = relationship(order_by="Snapshot.index", cascade="all, delete-orphan")
     artifacts: Mapped[list[Artifact]] = relationship(order_by="Artifact.pk", cascade="all, delete-orphan")
@@ -154,26 +183,26 @@ class Compilation(Base):
 
 
 class Snapshot(Base):
+    """One IR dump. What its banner says (pass, before/after, kind, scope, failed) is on the banner's
+    row, shared by every snapshot that printed the same banner (read as `snapshot.pass_name` etc.)."""
+
     __tablename__ = "snapshots"
     pk: Mapped[int] = mapped_column(Integer, primary_key=True)
     compilation_pk: Mapped[int] = mapped_column(ForeignKey("compilations.pk", ondelete="CASCADE"))
     index: Mapped[int] = mapped_column(Integer)  # 0-based within the compilation
-    kind: Mapped[str] = mapped_column(String(16))  # "mlir" | "internal" | "llvm"
-    when: Mapped[str] = mapped_column(String(8))
-    pass_name: Mapped[str] = mapped_column(String(500))
-    pass_arg: Mapped[str | None] = mapped_column(String(500))
-    pass_options: Mapped[str | None] = mapped_column(Text)
-    scope: Mapped[str | None] = mapped_column(Text)
-    failed: Mapped[bool] = mapped_column(Boolean, default=False)
+    # The unit the body holds where the banner's scope does not name it (a legacy LLVM banner says
+    # "[module]" for every dump); None: the banner's scope is the snapshot's.
+    unit: Mapped[str | None] = mapped_column(Text)
     stage: Mapped[str] = mapped_column(String(16))
     changed: Mapped[bool] = mapped_column(Boolean)
     line: Mapped[int] = mapped_column(Integer)  # banner's line in the log
     size: Mapped[int] = mapped_column(Integer)
     line_count: Mapped[int] = mapped_column(Integer)
     blob: Mapped[str] = mapped_column(HexHash, ForeignKey("blobs.hash"), index=True)
-    # The banner line as printed, interned: a few hundred distinct banners serve thousands of snapshots.
+    # The banner line as printed and what it says, interned: a few hundred distinct banners serve
+    # thousands of snapshots. Loaded with the snapshot (one join): pages read its pass fields.
     banner_pk: Mapped[int] = mapped_column(ForeignKey("banners.pk"))
-    banner: Mapped[Banner] = relationship()  # loaded on access only: no page lists raw banners
+    banner: Mapped[Banner] = relationship(lazy="joined", innerjoin=True)
     # What the body holds (parsers/scopes.py): "module", "function", "loop", "region", "machine", "op".
     scope_kind: Mapped[str | None] = mapped_column(String(16))
     # Index of the previous snapshot of the same scope: the one this is compared (and diffed) with.
@@ -186,14 +215,51 @@ class Snapshot(Base):
     def header(self) -> str:
         return self.banner.text
 
+    @property
+    def kind(self) -> str:  # "mlir" | "internal" | "llvm"
+        return self.banner.kind
+
+    @property
+    def when(self) -> str:
+        return self.banner.when
+
+    @property
+    def pass_name(self) -> str:
+        return self.banner.pass_name
+
+    @property
+    def pass_arg(self) -> str | None:
+        return self.banner.pass_arg
+
+    @property
+    def pass_options(self) -> str | None:
+        return self.banner.pass_options
+
+    @property
+    def failed(self) -> bool:
+        return self.banner.failed
+
+    @property
+    def scope(self) -> str | None:
+        return self.unit if self.unit is not None else self.banner.scope
+
 
 class Banner(Base):
-    """A dump banner's text, stored once however many snapshots print it (app/banners.py). No unique
-    index: a banner can exceed PostgreSQL's index row size, and a rare duplicate row costs nothing."""
+    """A dump banner's text and what it says (parsers/records.py: DumpHeader), stored once however
+    many snapshots print it (app/banners.py). Filter snapshots by pass through a join on `banner_pk`.
+    No unique index: a banner can exceed PostgreSQL's index row size, and a rare duplicate row costs
+    nothing."""
 
     __tablename__ = "banners"
     pk: Mapped[int] = mapped_column(Integer, primary_key=True)
     text: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(String(16))  # "mlir" | "internal" | "llvm"
+    when: Mapped[str] = mapped_column(String(8))
+    pass_name: Mapped[str] = mapped_column(String(500))
+    pass_arg: Mapped[str | None] = mapped_column(String(500))
+    pass_options: Mapped[str | None] = mapped_column(Text)
+    scope: Mapped[str | None] = mapped_column(Text)  # the banner's scope ("builtin.module", "tt.func @f", ...)
+    failed: Mapped[bool] = mapped_column(Boolean, default=False)
 
 
 class Artifact(Base):

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, aliased
 from sqlalchemy.sql.elements import ColumnElement
 
 from app.highlight.hwops import GROUPS_BY_KEY
-from app.models import Compilation, CompilationTerm, OpTerm, Run, Snapshot
+from app.models import Banner, Compilation, CompilationTerm, OpTerm, Run, Snapshot
 from app.op_index import query_names, unindexed_runs
 from app.search import TOKEN, _like, parse_query, run_conditions
 from app.urls import Urls
@@ -170,7 +170,7 @@ def _pass_names(session: Session, rows: list, spans: dict) -> dict[tuple[int, in
     indexes = sorted({index for _, index in wanted})
     found: dict[tuple[int, int], str] = {}
     for start in range(0, len(pks), 200):
-        statement = select(Snapshot.compilation_pk, Snapshot.index, Snapshot.pass_name).where(
+        statement = select(Snapshot.compilation_pk, Snapshot.index, Banner.pass_name).join(Snapshot.banner).where(
             Snapshot.compilation_pk.in_(pks[start:start + 200]), Snapshot.index.in_(indexes)
         )
         found.update(((pk, index), name) for pk, index, name in session.execute(statement) if (pk, index) in wanted)
@@ -191,7 +191,8 @@ def first_seen(session: Session, compilation: Compilation, urls: Urls) -> list[d
     )
     passes = {
         index: name for index, name in session.execute(
-            select(Snapshot.index, Snapshot.pass_name).where(Snapshot.compilation_pk == compilation.pk)
+            select(Snapshot.index, Banner.pass_name).join(Snapshot.banner)
+            .where(Snapshot.compilation_pk == compilation.pk)
         )
     }
     entries = []

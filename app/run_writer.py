@@ -7,7 +7,7 @@ import json
 
 from sqlalchemy import insert
 
-from app.banners import banner_ids
+from app.banners import banner_ids, banner_key
 from app.blobs import insert_rows
 from app.ingest_state import IngestState
 from app.linking import CacheFolder, attach_timings, link_caches, resolve_diagnostics
@@ -28,8 +28,8 @@ from parsers.diagnostics import Diagnostic as ParsedDiagnostic
 
 SNAPSHOT_BATCH = 5000  # snapshot rows per INSERT (executemany)
 _SNAPSHOT_COLUMNS = (
-    "compilation_pk", "index", "kind", "when", "pass_name", "pass_arg", "pass_options", "scope", "failed",
-    "stage", "changed", "line", "size", "line_count", "blob", "banner_pk", "scope_kind", "base_index", "trace",
+    "compilation_pk", "index", "unit", "stage", "changed", "line", "size", "line_count", "blob", "banner_pk",
+    "scope_kind", "base_index", "trace",
 )
 
 
@@ -93,16 +93,19 @@ class RunWriter:
 
         snapshot_rows: list[tuple] = []
         artifact_rows, timing_rows = [], []
-        banners = banner_ids(state.session, {h.raw for record, _ in ordered for h in record.snapshots.headers()})
+        # One key per distinct header object (the parser interns them), not one per snapshot.
+        keys = {id(h): banner_key(h) for record, _ in ordered for h in record.snapshots.headers()}
+        pks = banner_ids(state.session, set(keys.values()))
+        banners = {header: pks[key] for header, key in keys.items()}
         for record, _ in ordered:
             row = rows[id(record)]
             pk = row.pk
             for snapshot in record.snapshots:
                 header = snapshot.header
+                scope = snapshot.scope
                 snapshot_rows.append((
-                    pk, snapshot.index, header.kind, header.when, header.pass_name, header.pass_arg,
-                    header.pass_options, snapshot.scope, header.failed, snapshot.stage, snapshot.changed,
-                    snapshot.line, snapshot.size, snapshot.line_count, snapshot.blob, banners[header.raw],
+                    pk, snapshot.index, scope if scope != header.scope else None, snapshot.stage, snapshot.changed,
+                    snapshot.line, snapshot.size, snapshot.line_count, snapshot.blob, banners[id(header)],
                     snapshot.level, snapshot.base, json.dumps(snapshot.trace) if snapshot.trace else None,
                 ))
                 if len(snapshot_rows) >= SNAPSHOT_BATCH:

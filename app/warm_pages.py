@@ -14,37 +14,34 @@ from __future__ import annotations
 import logging
 
 from fastapi import FastAPI
-from sqlalchemy import func, select
+from sqlalchemy import select
 
-from app.models import Compilation, Snapshot
+from app.models import Banner, Compilation, Run, Snapshot
 
 log = logging.getLogger("irlens")
 MIN_LINES = 20  # the smallest page of a kind that has this many lines: enough to reach every step
 
 
 def warm_paths(app: FastAPI) -> list[str]:
-    """A small snapshot page of each kind, with one line window of it."""
+    """A small snapshot page of each kind in the newest run, with one line window of it. Only the
+    newest run is read: a team database's million snapshots must not delay a server's start."""
     urls = app.state.urls
-    paths = []
     with app.state.db.session() as session:
-        smallest = (
-            select(Snapshot.kind, func.min(Snapshot.line_count).label("lines"))
-            .where(Snapshot.line_count >= MIN_LINES)
-            .group_by(Snapshot.kind)
-            .subquery()
-        )
+        newest = session.scalar(select(Run.id).order_by(Run.created_at.desc()).limit(1))
+        if newest is None:
+            return []
         rows = session.execute(
-            select(Snapshot.kind, Compilation.run_id, Compilation.ordinal, func.min(Snapshot.index))
+            select(Banner.kind, Snapshot.line_count, Compilation.ordinal, Snapshot.index)
             .join(Compilation, Snapshot.compilation_pk == Compilation.pk)
-            .join(smallest, (smallest.c.kind == Snapshot.kind) & (smallest.c.lines == Snapshot.line_count))
-            .group_by(Snapshot.kind, Compilation.run_id, Compilation.ordinal)
+            .join(Banner, Snapshot.banner_pk == Banner.pk)
+            .where(Compilation.run_id == newest, Snapshot.line_count >= MIN_LINES)
         ).all()
-    seen = set()
-    for kind, run_id, ordinal, index in rows:
-        if kind in seen:
-            continue
-        seen.add(kind)
-        page = urls.snapshot(run_id, ordinal, index)
+    smallest: dict[str, tuple] = {}
+    for kind, lines, ordinal, index in rows:
+        smallest[kind] = min(smallest.get(kind, (lines, ordinal, index)), (lines, ordinal, index))
+    paths = []
+    for _lines, ordinal, index in smallest.values():
+        page = urls.snapshot(newest, ordinal, index)
         paths += [page, f"{page}/lines?start=0&count=10"]
     return paths
 

@@ -143,10 +143,27 @@ def cold_pack_reads(db: Path, rounds: int = 3) -> list[float]:
         database.dispose()
 
 
-def smallest_archives(count: int = 6) -> list[Path]:
-    """The `count` corpus archives with the fewest raw bytes: small captures, where per-row and
-    per-table costs weigh most against the texts."""
-    return sorted(corpus_archives(), key=lambda archive: archive_raw_bytes([archive]))[:count]
+SMALL_CAPTURE_BYTES = (2_000_000, 32_000_000)  # raw bytes: an ordinary single upload of a few kernels
+
+
+def archives_by_size(low: int, high: int) -> list[Path]:
+    """The corpus archives of `low` <= raw bytes < `high`, smallest first. Issue 16's "small captures"
+    (ordinary single uploads of 3.6-21 MB) are those of 2-32 MB; the ones under 2 MB are mostly
+    metadata, where the empty schema's fixed floor (`empty_db_bytes`) dominates."""
+    sized = sorted((archive_raw_bytes([archive]), archive) for archive in corpus_archives())
+    return [archive for size, archive in sized if low <= size < high]
+
+
+def empty_db_bytes(workdir: Path) -> int:
+    """An irlens database with the schema and no run, after VACUUM: every table and index takes a
+    page at least, whatever a capture holds."""
+    from app.db import Database
+
+    db = workdir / "empty.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    Database(f"sqlite:///{db}").dispose()
+    return _vacuum(db)
 
 
 def bench_storage(workdir: Path, one_run: bool = False, archives: list[Path] | None = None,

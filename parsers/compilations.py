@@ -271,10 +271,10 @@ class SnapshotList:
         values = self._tables[1].values
         return [values[blob] for blob in self._columns[2]]
 
-    def headers(self) -> set[DumpHeader]:
-        """The distinct banners of the snapshots."""
+    def headers(self) -> list[DumpHeader]:
+        """The snapshots' header objects, each once (equal headers parsed apart stay apart)."""
         values = self._tables[0].values
-        return {values[header] for header in set(self._columns[0])}
+        return [values[header] for header in set(self._columns[0])]
 
     def last_header(self) -> DumpHeader:
         return self._tables[0].values[self._columns[0][-1]]

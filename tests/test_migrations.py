@@ -3,6 +3,7 @@ from a database made before irlens had migrations; the migrations and the models
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -14,7 +15,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from fastapi.testclient import TestClient
-from sqlalchemy import inspect, text
+from sqlalchemy import inspect, select, text
 from sqlalchemy.engine import Engine
 
 from app.db import (
@@ -115,8 +116,8 @@ def fill_initial_schema(engine: Engine) -> None:
         connection.execute(
             text(
                 'INSERT INTO snapshots (pk, compilation_pk, "index", kind, "when", pass_name, failed, stage, '
-                "changed, line, size, line_count, blob, header) "
-                "VALUES (2, 1, 1, 'mlir', 'before', 'CSE', false, 'ttir', true, 9, 6, 1, :blob, 'h')"
+                "changed, line, size, line_count, blob, header, scope) "
+                "VALUES (2, 1, 1, 'mlir', 'before', 'CSE', false, 'ttir', true, 9, 6, 1, :blob, 'h', 'tt.func @f')"
             ),
             {"blob": SLICE},
         )
@@ -142,6 +143,11 @@ def check_data_survived(url: str, tmp_path: Path) -> None:
         )
         assert fields["compilations"][0]["kernel"] == "add_kernel"
         assert client.get(f"/runs/{RUN_ID}/c/1/s/0/raw").text == "hello"
+        # Both snapshots printed the banner "h" but stored other pass names: revision 0011 moves a
+        # banner's fields onto its row and gives each distinct set of fields a row of its own.
+        shown = [client.get(f"/runs/{RUN_ID}/c/1/s/{index}.json").json() for index in (0, 1)]
+        assert [(s["pass"], s["when"], s["kind"], s["scope"], s["failed"]) for s in shown] == [
+            ("Canonicalizer", "before", "mlir", None, False), ("CSE", "before", "mlir", "tt.func @f", False)]
         assert client.get(f"/runs/{RUN_ID}/c/1/s/1/raw").text == " world"
         with client.app.state.db.engine.connect() as connection:
             # Revision 0003 names each slice's pack, so collecting blobs keeps the pack.
@@ -221,6 +227,8 @@ def test_db_upgrade_command_and_downgrade_round_trip(tmp_path):
             assert connection.scalar(text("SELECT title FROM runs")) == "before teams"
             # hashes are hex text again, slices name their pack in their data
             assert connection.scalar(text("SELECT blob FROM snapshots WHERE pk = 2")) == SLICE
+            assert connection.execute(text(
+                'SELECT pass_name, scope FROM snapshots ORDER BY pk')).all() == [("Canonicalizer", None), ("CSE", "tt.func @f")]
             assert bytes(connection.scalar(text("SELECT data FROM blobs WHERE hash = :h"), {"h": SLICE})) == f"{PACK}:5".encode()
     finally:
         engine.dispose()
@@ -238,3 +246,86 @@ def test_each_revision_downgrades_to_nothing(tmp_path, revision):
             assert set(inspect(connection).get_table_names()) <= {"alembic_version"}
     finally:
         engine.dispose()
+
+
+def test_banner_fields_survive_a_downgrade_to_0010_and_back_and_line_indexes_are_made_again(tmp_path):
+    """Revision 0011 moves the banner's fields onto its row: a real capture's snapshots show the same
+    fields at 0010 and at 0011 again. Its line indexes (derived rows) are dropped both ways with the
+    runs' "prepared" mark, and the preparation makes the same indexes again."""
+    from app import map_prep, source_map
+    from app.models import Compilation
+    from tests.conftest import corpus_archive, ingest_paths
+
+    def metadata(database: Database) -> list:
+        with database.session() as session:
+            return [c.metadata_json for c in session.scalars(select(Compilation).order_by(Compilation.pk))]
+
+    def indexes(database: Database) -> list:
+        source_map.clear()
+        with database.session() as session:
+            return [[(entry.files, [entry.lines(file, line) for file in entry.files for line in range(1, 120)])
+                     for entry in source_map.pass_indexes(session, c.snapshots)]
+                    for c in session.scalars(select(Compilation).order_by(Compilation.pk))]
+
+    url = fresh_db_url(tmp_path)
+    database = Database(url)
+    try:
+        run = ingest_paths(database, [corpus_archive("sm90_llvm")])
+        map_prep.prepare_run(database, run["run"])
+        before = indexes(database)
+        cache_metadata = metadata(database)
+    finally:
+        database.dispose()
+    assert sum(len(entry[0]) for compilation in before for entry in compilation) > 50
+    assert any(cache_metadata)
+    assert sum(bool(lines) for compilation in before for entry in compilation for lines in entry[1]) > 500
+    engine = make_engine(url)
+    fields = ('SELECT s.pk, b.text, b.kind, b."when", b.pass_name, b.pass_arg, b.pass_options, b.failed, '
+              "coalesce(s.unit, b.scope) FROM snapshots s JOIN banners b ON b.pk = s.banner_pk ORDER BY s.pk")
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(text(fields)).all()
+        with migration_connection(engine) as connection:
+            command.downgrade(alembic_config(connection), "0010")
+        with engine.connect() as connection:
+            old = connection.execute(text(
+                'SELECT s.pk, b.text, s.kind, s."when", s.pass_name, s.pass_arg, s.pass_options, s.failed, s.scope '
+                "FROM snapshots s JOIN banners b ON b.pk = s.banner_pk ORDER BY s.pk"
+            )).all()
+            assert connection.scalar(text("SELECT count(*) FROM line_indexes")) == 0
+            stored = connection.scalar(text("SELECT metadata_json FROM compilations WHERE metadata_json IS NOT NULL"))
+            assert (json.loads(stored) if isinstance(stored, str) else stored) in cache_metadata
+        assert [tuple(row) for row in old] == [tuple(row) for row in rows]
+        with migration_connection(engine) as connection:
+            command.upgrade(alembic_config(connection), "head")
+        with engine.connect() as connection:
+            assert [tuple(row) for row in connection.execute(text(fields))] == [tuple(row) for row in rows]
+            assert connection.scalar(text("SELECT count(*) FROM line_indexes")) == 0
+        assert differences(engine) == []
+    finally:
+        engine.dispose()
+    database = Database(url)
+    try:
+        assert map_prep.pending_runs(database) == [run["run"]]
+        map_prep.prepare_run(database, run["run"])
+        assert indexes(database) == before
+        assert metadata(database) == cache_metadata  # zlib at 0011, JSON at 0010, zlib again
+    finally:
+        database.dispose()
+
+
+def test_a_new_sqlite_file_gets_2k_pages_and_an_existing_one_keeps_its_own(tmp_path):
+    import sqlite3
+
+    from app.db import SQLITE_PAGE_SIZE
+
+    old = tmp_path / "old.db"
+    with sqlite3.connect(old) as connection:  # a file made by another program, 4 KB pages
+        connection.execute("PRAGMA page_size=4096")
+        connection.execute("CREATE TABLE other (x INTEGER)")
+    for path, expected in ((tmp_path / "new.db", SQLITE_PAGE_SIZE), (old, 4096)):
+        Database(f"sqlite:///{path}").dispose()
+        with sqlite3.connect(path) as connection:
+            assert connection.execute("PRAGMA page_size").fetchone()[0] == expected
+            connection.execute("VACUUM")
+            assert connection.execute("PRAGMA page_size").fetchone()[0] == expected

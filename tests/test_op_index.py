@@ -15,7 +15,7 @@ from app.cli import main as cli_main
 from app.db import Database
 from app.highlight.hwops import count_groups
 from app.main import create_app
-from app.models import Compilation, CompilationTerm, OpTerm, Run, Snapshot
+from app.models import Banner, Compilation, CompilationTerm, OpTerm, Run, Snapshot
 from app.op_index import blob_terms, first_last, query_names, unindexed_runs
 from app.op_search import search_compilations, split_query
 from app.retention import delete_run
@@ -219,7 +219,7 @@ def test_a_runaway_op_name_is_not_indexed(session_db, corpus_runs):
     """A real snapshot with one of its op lines given a 10,000-character name (a damaged log's
     junk): the other terms stay, the long one is left out (op_terms.name holds 500 characters)."""
     with session_db.session() as session:
-        blob = session.scalar(select(Snapshot.blob).where(Snapshot.kind == "mlir").limit(1))
+        blob = session.scalar(select(Snapshot.blob).join(Snapshot.banner).where(Banner.kind == "mlir").limit(1))
         text = (BlobReader().text(session, blob) or "").encode()
     terms = blob_terms(text)
     line = next(line for line in text.split(b"\n") if b" = arith.constant" in line)

@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from app.blobs import BlobReader
 from app.main import create_app
-from app.models import Compilation, Snapshot
+from app.models import Banner, Compilation, Snapshot
 from app.pass_charts import BLOWUP_RATIO, MIN_LINES_DELTA, element_bits, measure, outliers
 from app.settings import Settings
 
@@ -65,7 +65,7 @@ def test_measures_agree_with_a_line_by_line_count(session_db, corpus_runs):
     with session_db.session() as session:
         blobs = session.scalars(
             select(Snapshot.blob).join(Compilation, Compilation.pk == Snapshot.compilation_pk)
-            .where(Snapshot.kind == "mlir").distinct().limit(400)
+            .join(Snapshot.banner).where(Banner.kind == "mlir").distinct().limit(400)
         )
         for blob in blobs:
             text = reader.text(session, blob) or ""

@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from app.db import Database
 from app.main import create_app
-from app.models import Snapshot
+from app.models import Banner, Snapshot
 from app.settings import Settings
 from app.warm_pages import MIN_LINES, warm_paths, warm_up
 from tests.conftest import FIXTURES, fresh_db_url, ingest_paths
@@ -34,7 +34,9 @@ def test_warm_up_renders_a_page_and_a_window_of_each_kind(tmp_path):
     try:
         paths = warm_paths(app)
         with app.state.db.session() as session:
-            kinds = set(session.scalars(select(Snapshot.kind).where(Snapshot.line_count >= MIN_LINES)))
+            kinds = set(session.scalars(
+                select(Banner.kind).join(Snapshot, Snapshot.banner_pk == Banner.pk).where(Snapshot.line_count >= MIN_LINES)
+            ))
         assert len(kinds) >= 2 and len(paths) == 2 * len(kinds)  # MLIR and LLVM dumps here
         assert all(path.startswith(f"/runs/{run['run']}/c/") for path in paths)
         assert _run(warm_up(app)) == len(paths)

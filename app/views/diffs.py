@@ -30,7 +30,7 @@ from app.blobs import BlobReader
 from app.diff import DiffCache, DiffOptions, DiffResult, diff_texts
 from app.errors import error_json
 from app.layouts.aliases import alias_definitions, drawable
-from app.models import Compilation, Run, Snapshot
+from app.models import Banner, Compilation, Run, Snapshot
 from app.page_cache import cache_response, cached_response
 from app.queries import snapshot_dict
 from app.urls import Urls, parse_int, parse_snapshot_id, snapshot_id
@@ -218,7 +218,8 @@ def _navigation(session: Session, a: Side, b: Side, urls: Urls, options: PageOpt
     if not _adjacent(a, b):
         return nav
     rows = session.execute(
-        select(Snapshot.index, Snapshot.pass_name, Snapshot.changed, Snapshot.base_index)
+        select(Snapshot.index, Banner.pass_name, Snapshot.changed, Snapshot.base_index)
+        .join(Snapshot.banner)
         .where(Snapshot.compilation_pk == a.compilation.pk)
         .order_by(Snapshot.index)
     ).all()

@@ -26,7 +26,7 @@ from app.highlight.hwops import GROUPS
 from app.launches import launch_page_cells
 from app.layouts.aliases import drawable
 from app.layouts.cvt_costs import convert_costs, summary
-from app.models import Artifact, Compilation, Snapshot, Source
+from app.models import Artifact, Banner, Compilation, Snapshot, Source
 from app.page_cache import cache_response, cached_response
 from app.pass_charts import chart_svgs
 from app.queries import artifact_sort_key, snapshot_dict
@@ -138,8 +138,8 @@ def snapshot_page(
         row.index: row
         for row in session.execute(
             select(
-                Snapshot.index, Snapshot.pass_name, Snapshot.pass_arg, Snapshot.stage, Snapshot.changed
-            ).where(
+                Snapshot.index, Banner.pass_name, Banner.pass_arg, Snapshot.stage, Snapshot.changed
+            ).join(Snapshot.banner).where(
                 Snapshot.compilation_pk == compilation.pk,
                 Snapshot.index.in_([snapshot.index - 1, snapshot.index + 1]),
             )
@@ -240,9 +240,10 @@ def _debug_info(
         return None
     earlier = session.scalars(
         select(Snapshot.blob)
+        .join(Snapshot.banner)
         .where(
             Snapshot.compilation_pk == compilation.pk,
-            Snapshot.kind == "llvm",
+            Banner.kind == "llvm",
             Snapshot.index < snapshot.index,
         )
         .order_by(Snapshot.index.desc())
