@@ -80,6 +80,20 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         for path in missing:
             print(f"irlens: {path} does not exist; nothing was ingested", file=sys.stderr)
         return 2
+    from app.log_prescan import LogPrescan
+
+    # Started before the imports of _ingest_paths (~0.4 s): the helper scans the logs meanwhile.
+    prescan = LogPrescan.start(args.paths)
+    try:
+        return _ingest_paths(args, prescan)
+    finally:
+        if prescan is not None:
+            prescan.close()
+
+
+def _ingest_paths(args: argparse.Namespace, prescan) -> int:
+    import os
+
     with _collector_paused(freeze=getattr(args, "ends_process", False)):
         from app.disassembler import find_disassembler
         from app.ingest import Ingest, IngestError
@@ -94,7 +108,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         with db.session() as session:
             ingest = Ingest(
                 session, title=args.title or "", tags=args.tag or [], limits=settings.limits(), progress=bar,
-                disassembler=find_disassembler(settings.sass_disassembler),
+                disassembler=find_disassembler(settings.sass_disassembler), prescan=prescan,
             )
             run = ingest.ingest(args.paths)
             session.commit()

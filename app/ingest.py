@@ -22,6 +22,7 @@ from app.cache_files import CacheFiles
 from app.disassembler import Disassembler
 from app.file_streams import PrefixedStream, drain, read_small
 from app.ingest_state import IngestError, IngestState
+from app.log_prescan import LogPrescan
 from app.log_reader import LogReader
 from app.models import Run
 from app.op_index import OpIndex
@@ -54,14 +55,18 @@ class Ingest:
         limits: Limits | None = None,
         progress: Progress | None = None,
         disassembler: Disassembler | None = None,
+        prescan: LogPrescan | None = None,
     ) -> None:
         self.blobs = BlobWriter(session)
         self.run = Run(id=new_run_id(), title=title, owner=owner, tags=list(tags))
-        # The op index's scan of each new text runs in a helper process, on the other core.
-        self.state = IngestState(session, self.blobs, self.run, op_index=OpIndex(TermScanner()))
+        # The op index's scan of each new text runs in a helper process, on the other core; with a
+        # log helper already there, here (this thread would otherwise wait for that helper).
+        terms = TermScanner() if prescan is None else None
+        self.state = IngestState(session, self.blobs, self.run, op_index=OpIndex(terms))
         self.limits = limits or Limits()
         self.progress = progress or (lambda name, count: None)
-        self.logs = LogReader(self.state, lambda: self.state.bytes_read)
+        self.prescan = prescan  # logs given as files, already being scanned by a helper process
+        self.logs = LogReader(self.state, lambda: self.state.bytes_read, prescan)
         self.cache_files = CacheFiles(self.state, disassembler)
         self.traces = TraceCollector(self.blobs, self.state.problem)
 
@@ -70,6 +75,8 @@ class Ingest:
         try:
             return self._ingest(inputs)
         finally:
+            if self.prescan is not None:
+                self.prescan.close()
             self.cache_files.close()
             self.blobs.close()
             self.state.op_index.close()
@@ -123,7 +130,7 @@ class Ingest:
                 return
             start = state.bytes_read
             if role == "log":
-                record["log_blob"] = self.logs.read(input_file.path, stream)
+                record["log_blob"] = self.logs.read(input_file.path, stream, input_file.origin)
                 record["size"] = state.bytes_read - start
             elif role == "tritonparse":
                 record["note"] = self.traces.read(input_file.path, stream)

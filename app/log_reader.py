@@ -11,6 +11,7 @@ from typing import BinaryIO
 import zstandard
 
 from app.ingest_state import IngestState, LogResult
+from app.log_prescan import LogPrescan
 from parsers.diagnostics import LogLines, parse_gap
 from parsers.log import NO_MODULE, body_damage, scan_log
 from parsers.records import CutLine, Dump, GapBlock, UnknownBanner
@@ -56,12 +57,16 @@ class _LogText:
 class LogReader:
     """Reads logs into ``state.logs``; ``bytes_read`` says how far the upload has been read."""
 
-    def __init__(self, state: IngestState, bytes_read: Callable[[], int]) -> None:
+    def __init__(
+        self, state: IngestState, bytes_read: Callable[[], int], prescan: LogPrescan | None = None
+    ) -> None:
         self.state = state
         self.bytes_read = bytes_read
+        self.prescan = prescan  # a helper process already scanning the logs given as files
 
-    def read(self, path: str, stream: BinaryIO) -> str | None:
-        """Scan one log; returns the blob of its non-IR text (None when it has none)."""
+    def read(self, path: str, stream: BinaryIO, origin: str | None = None) -> str | None:
+        """Scan one log (`origin`: its file system path, if any); returns the blob of its non-IR text
+        (None when it has none)."""
         problem = self.state.problem
         result = LogResult(path)
         text = _LogText()
@@ -97,8 +102,11 @@ class LogReader:
                 problem("warning", "a dump banner irlens cannot parse; kept as log text",
                         path=path, line=record.line, header=record.text)
 
-        for record in scan_log(stream):
-            process(record, None)
+        scanned = self.prescan.records(origin, stream) if self.prescan is not None else None
+        if scanned is None:
+            scanned = ((record, None) for record in scan_log(stream))
+        for record, digest in scanned:
+            process(record, digest)
         if replaced:
             problem("warning", f"{replaced} log lines hold bytes that are not UTF-8 (shown as \ufffd)", path=path)
         for kernel, orphan in result.grouper.orphans:

@@ -36,6 +36,7 @@ class InputFile:
     path: str  # display path, '/'-separated: "run.tar.xz/run/dump.log", "folder/src/k.py", "dump.log"
     size: int | None  # uncompressed size when known
     _opener: Callable[[], BinaryIO] = field(repr=False, compare=False)
+    origin: str | None = None  # the file's own path, for a file of the file system (not an archive's)
 
     def open(self) -> BinaryIO:
         """A fresh binary stream from the start of the file; read it sequentially.
@@ -62,6 +63,7 @@ class Blob:
     open: Callable[[], Readable]  # a stream from the start; one-pass sources replay a short head
     charged: bool  # its bytes were already counted against max_total_bytes by an enclosing layer
     seekable: Callable[[], BinaryIO] | None = None  # real random access (for zip) when we have it
+    origin: str | None = None  # the file system path of a plain file
 
 
 @dataclass
@@ -363,7 +365,7 @@ class CallerReader(Reader):
 
 def file_blob(path: str, display: str, size: int, follow: bool) -> Blob:
     opener = partial(_open_regular, path, follow)
-    return Blob(display, size, opener, charged=False, seekable=opener)
+    return Blob(display, size, opener, charged=False, seekable=opener, origin=path)
 
 
 def _open_regular(path: str, follow: bool) -> BinaryIO:

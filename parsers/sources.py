@@ -223,7 +223,8 @@ class SourceWalker:
         lease = Lease()
         try:
             yield InputFile(
-                display_path(blob.path), blob.size, partial(self._open_for_caller, blob, HighWater(), lease)
+                display_path(blob.path), blob.size, partial(self._open_for_caller, blob, HighWater(), lease),
+                blob.origin,
             )
         finally:
             lease.expire()  # an archive member's stream is gone once the walker moves on

@@ -1,0 +1,363 @@
+"""Logs given as plain files, scanned (parsers/log.py: scan_log) in a helper process that starts before
+the ingest's own imports: the scan runs on the other core while this process imports SQLAlchemy,
+groups dumps and writes rows.
+
+`LogPrescan.start(paths)` starts `python -m app.log_prescan PATH...`, which takes each path that is
+a plain log (not an archive or a compressed file, and "log" to parsers/registry.py, as the ingest's
+own walk decides) and writes its records in order, a batch at a time, each batch a pickle behind its
+length. A new body comes with its sha256 (the hashing moves to the helper too); a body the scanner
+handed out again (an unchanged pass: the same bytes object) comes as a reference to the earlier one,
+so the ingest gets the same object back, as from a scan of its own. Each batch says how far into the
+file the helper has read, and the ingest reads its own stream that far: byte counts, progress and
+upload limits are what a scan here gives.
+
+A reader thread keeps up to `BUFFER_BYTES` of the helper's output, which lets the helper run ahead
+while this process imports, and bounds the memory it costs. The records never depend on the helper:
+when it cannot start, dies, or skips a file the ingest reads as a log, the ingest scans that file
+itself (from the record the helper stopped at) and every later one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+from collections import OrderedDict, deque
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+__all__ = ["LogPrescan"]
+
+MIN_BYTES = 4 << 20  # smaller inputs are scanned in process: a helper costs ~60 ms of CPU to start
+BUFFER_BYTES = 32 << 20  # the helper's output held here at most (the pipe itself holds 1 MB)
+BATCH_BYTES = 1 << 20  # body bytes per batch
+BATCH_RECORDS = 512
+RECENT_BODIES = 64  # new bodies either side keeps for references (both drop the oldest first)
+MAX_HEADERS = 8192  # banners the helper numbers before it starts over (and sends them again)
+READ_BYTES = 8 << 20
+_LENGTH = struct.Struct("<Q")
+_PIPE_BYTES = 1 << 20
+_APP_ROOT = str(Path(__file__).resolve().parent.parent)  # so the helper imports this same `app`
+
+# A batch's items. NEW: (NEW, header number, header or None, body, sha256, line, damage, truncated,
+# line_count). SAME: (SAME, header number, header or None, body number, line, damage, truncated,
+# line_count). OTHER: (OTHER, record): gap blocks, unknown banners, cut lines.
+NEW, SAME, OTHER = 0, 1, 2
+# Messages: ("batch", file, offset, items), ("end", file), ("skip", file), ("error", file, text).
+
+Record = tuple[object, str | None]  # a scan_log record, and a dump body's sha256 when known
+
+
+class LogPrescan:
+    """The helper's records for the files it was given; `records(path, stream)` hands them out."""
+
+    def __init__(self, paths: list[str], process: subprocess.Popen) -> None:
+        self.paths = paths
+        self.process: subprocess.Popen | None = process
+        self.files_scanned = 0  # files whose records all came from the helper
+        self._next_file = 0  # the first index in `paths` the ingest may still ask for
+        self._messages: deque[bytes] = deque()
+        self._buffered = 0
+        self._ended = False
+        self._room = threading.Condition()
+        self._reader = threading.Thread(target=self._read, name="irlens-prescan-read", daemon=True)
+        self._reader.start()
+
+    @classmethod
+    def start(cls, paths: list[str], command: list[str] | None = None,
+              min_bytes: int = MIN_BYTES) -> LogPrescan | None:
+        """A helper scanning the plain files among `paths`; None when they are too small to gain."""
+        files: list[tuple[str, int]] = []
+        for path in paths:
+            try:
+                if os.path.isfile(path):
+                    files.append((os.path.abspath(path), os.path.getsize(path)))
+            except OSError:
+                continue
+        if not files or sum(size for _, size in files) < min_bytes:
+            return None
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (_APP_ROOT, env.get("PYTHONPATH"))))
+        names = [path for path, _ in files]
+        try:
+            process = subprocess.Popen(
+                [*(command or [sys.executable, "-m", "app.log_prescan"]), *names],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env, close_fds=True,
+            )
+        except (OSError, ValueError, subprocess.SubprocessError):
+            return None
+        try:
+            import fcntl
+
+            fcntl.fcntl(process.stdout.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), _PIPE_BYTES)
+        except (ImportError, OSError):
+            pass  # a smaller pipe only means more reads
+        return cls(names, process)
+
+    # -- the ingest's side -----------------------------------------------------------------
+    def records(self, path: str | None, stream: BinaryIO) -> Iterator[Record] | None:
+        """The records of the log at OS path `path` (its ingest stream: `stream`), or None when the
+        helper was not given that file: scan it as usual."""
+        if path is None:
+            return None
+        try:
+            index = self.paths.index(os.path.abspath(path), self._next_file)
+        except ValueError:
+            return None
+        self._next_file = index + 1
+        return self._records(index, path, stream)
+
+    def _records(self, index: int, path: str, stream: BinaryIO) -> Iterator[Record]:
+        reader = _StreamFollower(stream)
+        yielded = 0
+        finished = False
+        try:
+            for record, digest, offset in self._helper_records(index):
+                reader.read_to(offset)
+                yielded += 1
+                yield record, digest
+            finished = self.process is not None
+        finally:
+            if not finished:
+                self.close()  # failed, or the ingest stopped: the helper is of no more use
+        if finished:
+            self.files_scanned += 1
+        else:
+            yield from _scan_here(path, stream, reader, yielded)
+        reader.read_to(None)
+
+    def _helper_records(self, index: int) -> Iterator[tuple[object, str | None, int]]:
+        """Until the helper's end of file `index`; stops early (closing the helper) when it fails."""
+        from parsers.records import Dump
+
+        headers: dict[int, object] = {}
+        bodies: OrderedDict[int, tuple[bytes, str]] = OrderedDict()
+        numbered = 0
+        while True:
+            message = self._next_message()
+            if message is None:
+                self.close()  # the helper died
+                return
+            kind, file = message[0], message[1]
+            if file < index:
+                continue  # a file the ingest did not read as a log
+            if kind == "end" and file == index:
+                return
+            if file > index or kind != "batch":
+                self.close()  # skipped or failed: the ingest scans it, and every later file
+                return
+            offset, items = message[2], message[3]
+            for item in items:
+                code = item[0]
+                if code == OTHER:
+                    yield item[1], None, offset
+                    continue
+                if item[2] is not None:
+                    headers[item[1]] = item[2]
+                if code == NEW:
+                    body, digest = item[3], item[4]
+                    bodies[numbered] = (body, digest)
+                    numbered += 1
+                    if len(bodies) > RECENT_BODIES:
+                        bodies.popitem(last=False)
+                else:
+                    body, digest = bodies[item[3]]
+                line, damage, truncated, line_count = item[-4:]
+                yield Dump(headers[item[1]], body, line, damage, truncated, line_count), digest, offset
+
+    def _next_message(self):
+        with self._room:
+            while not self._messages and not self._ended:
+                self._room.wait()
+            if not self._messages:
+                return None
+            payload = self._messages.popleft()
+            self._buffered -= len(payload)
+            self._room.notify_all()
+        return pickle.loads(payload)  # our own helper's output
+
+    def _read(self) -> None:
+        stdout = self.process.stdout
+        try:
+            while True:
+                head = stdout.read(_LENGTH.size)
+                if len(head) < _LENGTH.size:
+                    break
+                (size,) = _LENGTH.unpack(head)
+                payload = stdout.read(size)
+                if len(payload) < size:
+                    break
+                with self._room:
+                    while self._buffered > BUFFER_BYTES and not self._ended:
+                        self._room.wait()
+                    if self._ended:
+                        break
+                    self._messages.append(payload)
+                    self._buffered += len(payload)
+                    self._room.notify_all()
+        except (OSError, ValueError):
+            pass
+        with self._room:
+            self._ended = True
+            self._room.notify_all()
+
+    def close(self) -> None:
+        """Stop the helper; what it has not sent is not needed."""
+        process, self.process = self.process, None
+        if process is None:
+            return
+        process.kill()
+        with self._room:
+            self._ended = True
+            self._messages.clear()
+            self._buffered = 0
+            self._room.notify_all()
+        self._reader.join()
+        try:
+            process.stdout.close()
+        except OSError:
+            pass
+        process.wait()
+
+
+class _StreamFollower:
+    """Reads the ingest's stream of a log up to where the helper's records reach."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+        self.position = 0
+
+    def read_to(self, offset: int | None) -> None:
+        """Up to byte `offset` of the file (None: its end)."""
+        while offset is None or self.position < offset:
+            size = READ_BYTES if offset is None else min(READ_BYTES, offset - self.position)
+            chunk = self.stream.read(size)
+            if not chunk:
+                return
+            self.position += len(chunk)
+
+
+def _scan_here(path: str, stream: BinaryIO, reader: _StreamFollower, skip: int) -> Iterator[Record]:
+    """The file's records after the first `skip`, scanned in this process: from the ingest's own
+    stream when none of it was read yet, else from the file opened again."""
+    from parsers.log import scan_log
+
+    if reader.position == 0:
+        for record in scan_log(stream):
+            yield record, None
+        return
+    with open(path, "rb") as again:
+        for number, record in enumerate(scan_log(again)):
+            if number >= skip:
+                yield record, None
+
+
+# -- the helper ------------------------------------------------------------------------------
+class _Sender:
+    """Numbers banners and recent bodies as the ingest's side does, and writes batches."""
+
+    def __init__(self, out) -> None:
+        self.out = out
+        self.headers: dict[int, tuple[object, int]] = {}  # id -> (header, number): kept alive
+        self.bodies: OrderedDict[int, tuple[bytes, int]] = OrderedDict()  # id -> (body, number)
+        self.numbered = 0
+
+    def header(self, header) -> tuple[int, object | None]:
+        known = self.headers.get(id(header))
+        if known is not None:
+            return known[1], None
+        if len(self.headers) >= MAX_HEADERS:
+            self.headers.clear()
+        number = len(self.headers)
+        self.headers[id(header)] = (header, number)
+        return number, header
+
+    def dump_item(self, dump) -> tuple:
+        number, header = self.header(dump.header)
+        tail = (dump.line, dump.damage, dump.truncated, dump.line_count)
+        known = self.bodies.get(id(dump.body))
+        if known is not None:
+            return (SAME, number, header, known[1], *tail)
+        self.bodies[id(dump.body)] = (dump.body, self.numbered)
+        self.numbered += 1
+        if len(self.bodies) > RECENT_BODIES:
+            self.bodies.popitem(last=False)
+        return (NEW, number, header, dump.body, hashlib.sha256(dump.body).hexdigest(), *tail)
+
+    def send(self, message: tuple) -> None:
+        payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        self.out.write(_LENGTH.pack(len(payload)))
+        self.out.write(payload)
+
+
+class _Counted:
+    """A file that counts the bytes read from it."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.position = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.raw.read(size)
+        self.position += len(data)
+        return data
+
+
+def _scan_file(file: int, path: str, out) -> None:
+    from parsers import registry
+    from parsers.log import scan_log
+    from parsers.records import Dump
+    from parsers.source_names import base_name, display_path, kind_of
+
+    sender = _Sender(out)  # numbers start again with each file, as on the ingest's side
+    with open(path, "rb") as raw:
+        head = raw.read(8192)
+        if not head or kind_of(head[:512]) is not None or registry.classify(
+            display_path(base_name(path) or "input"), head
+        ).role != "log":
+            sender.send(("skip", file))
+            return
+        raw.seek(0)
+        stream = _Counted(raw)
+        items: list[tuple] = []
+        size = 0
+        for record in scan_log(stream):
+            if type(record) is Dump:
+                item = sender.dump_item(record)
+                if item[0] == NEW:
+                    size += len(record.body)
+            else:
+                item = (OTHER, record)
+            items.append(item)
+            if size >= BATCH_BYTES or len(items) >= BATCH_RECORDS:
+                sender.send(("batch", file, stream.position, items))
+                items, size = [], 0
+        sender.send(("batch", file, stream.position, items))
+        sender.send(("end", file))
+
+
+def main(paths: list[str]) -> None:
+    out = sys.stdout.buffer
+    for file, path in enumerate(paths):
+        try:
+            _scan_file(file, path, out)
+        except Exception as error:  # noqa: BLE001 -- the ingest scans the file itself, and reports what it finds
+            _Sender(out).send(("error", file, f"{type(error).__name__}: {error}"))
+            break
+    out.flush()
+
+
+if __name__ == "__main__":
+    import signal
+
+    # Ctrl-C reaches the whole process group: the ingest stops the helper itself.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        main(sys.argv[1:])
+    except BrokenPipeError:  # the ingest is gone; nothing to report to
+        pass

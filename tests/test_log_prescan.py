@@ -1,0 +1,171 @@
+"""The log scan's helper process (app/log_prescan.py): the same records as a scan in this process,
+whether the helper runs, cannot start, exits at once or dies half-way through a file; the ingest's
+rows are the same with it and without it; and the file is read to its end either way. Logs are
+real captures (tests/fixtures), some cut or mixed with junk as real logs are."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import lzma
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from app.db import Database
+from app.log_prescan import LogPrescan
+from app.models import Banner, Compilation, Problem, Snapshot
+from parsers.log import scan_log
+from parsers.records import Dump
+from tests.conftest import FIXTURES, fresh_db_url, ingest_paths
+
+# A helper that stops after sending its first ~300 KB, as if killed: the ingest must finish the file.
+_DIES_HALF_WAY = """
+import os, sys
+from app import log_prescan
+class Dying:
+    def __init__(self, out): self.out, self.sent = out, 0
+    def write(self, data):
+        self.out.write(data); self.sent += len(data)
+        if self.sent > 300_000: self.out.flush(); os._exit(1)
+    def flush(self): self.out.flush()
+for file, path in enumerate(sys.argv[1:]):
+    log_prescan._scan_file(file, path, Dying(sys.stdout.buffer))
+"""
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory) -> dict[str, Path]:
+    """A 6.7 MB Triton 3.8 capture as it is, cut inside a dump, and with binary junk written into it."""
+    folder = tmp_path_factory.mktemp("logs")
+    data = lzma.decompress((FIXTURES / "triton38_fidelity.log.xz").read_bytes())
+    junk = bytes(range(256)) * 64
+    made = {
+        "whole": data,
+        "cut": data[: len(data) * 2 // 3],
+        "junk": data[: len(data) // 3] + junk + data[len(data) // 3 :],
+    }
+    paths = {}
+    for name, content in made.items():
+        paths[name] = folder / f"{name}.log"
+        paths[name].write_bytes(content)
+    return paths
+
+
+def local(path: Path) -> list[tuple[object, str | None]]:
+    with open(path, "rb") as stream:
+        return [(record, None) for record in scan_log(stream)]
+
+
+def prescanned(path: Path, command: list[str] | None = None) -> tuple[list, LogPrescan | None, io.BytesIO]:
+    prescan = LogPrescan.start([str(path)], command=command, min_bytes=0)
+    stream = io.BytesIO(path.read_bytes())
+    if prescan is None:
+        return [], None, stream
+    try:
+        records = prescan.records(str(path), stream)
+        assert records is not None
+        return list(records), prescan, stream
+    finally:
+        prescan.close()
+
+
+def assert_same_records(got: list, expected: list) -> None:
+    assert len(got) == len(expected)
+    for (record, digest), (want, _) in zip(got, expected):
+        assert record == want
+        if type(record) is Dump:
+            assert digest in (None, hashlib.sha256(record.body).hexdigest())
+
+
+@pytest.mark.parametrize("name", ["whole", "cut", "junk"])
+def test_the_helper_gives_the_records_of_a_scan_here(logs, name):
+    expected = local(logs[name])
+    got, prescan, stream = prescanned(logs[name])
+    assert_same_records(got, expected)
+    assert prescan.files_scanned == 1  # the helper's records, not the fallback's
+    assert all(digest is not None for record, digest in got if type(record) is Dump)
+    assert stream.tell() == len(stream.getvalue())  # read to the end: byte counts and limits apply
+    if name != "whole":
+        assert any(type(record) is Dump and record.damage for record, _ in got)
+
+
+def test_an_unchanged_body_is_the_same_object_as_in_a_scan_here(logs):
+    """Grouping and hashing recognise an unchanged pass by identity: the helper keeps it."""
+    expected = local(logs["whole"])
+    got, _, _ = prescanned(logs["whole"])
+    dumps = [record for record, _ in got if type(record) is Dump]
+    wanted = [record for record, _ in expected if type(record) is Dump]
+    shared = [i for i in range(1, len(wanted)) if wanted[i].body is wanted[i - 1].body]
+    assert len(shared) > 50
+    assert all(dumps[i].body is dumps[i - 1].body for i in shared)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["/nonexistent/irlens-python"], [sys.executable, "-c", "pass"], [sys.executable, "-c", _DIES_HALF_WAY]],
+    ids=["cannot-start", "exits-at-once", "dies-half-way"],
+)
+def test_without_the_helper_nothing_is_lost(logs, command):
+    expected = local(logs["junk"])
+    got, prescan, stream = prescanned(logs["junk"], command)
+    if prescan is None:  # it could not start: the ingest scans as usual
+        assert command[0].startswith("/nonexistent")
+        return
+    assert_same_records(got, expected)
+    assert prescan.files_scanned == 0
+    assert stream.tell() == len(stream.getvalue())
+
+
+def test_a_file_the_helper_was_not_given_is_scanned_here(logs, tmp_path):
+    prescan = LogPrescan.start([str(logs["whole"])], min_bytes=0)
+    try:
+        assert prescan.records(str(logs["cut"]), io.BytesIO()) is None
+        assert prescan.records(None, io.BytesIO()) is None
+    finally:
+        prescan.close()
+
+
+def test_small_inputs_start_no_helper(logs):
+    assert LogPrescan.start([str(logs["whole"])], min_bytes=1 << 40) is None
+    assert LogPrescan.start([str(logs["whole"].parent / "missing.log")], min_bytes=0) is None
+
+
+def rows(database: Database, run_id: str) -> dict[str, list]:
+    with database.session() as session:
+        compilations = [tuple(row) for row in session.execute(
+            select(Compilation.ordinal, Compilation.kernel, Compilation.status, Compilation.status_reason,
+                   Compilation.target, Compilation.changed).where(Compilation.run_id == run_id)
+            .order_by(Compilation.ordinal)
+        )]
+        snapshots = [tuple(row) for row in session.execute(
+            select(Compilation.ordinal, Snapshot.index, Banner.text, Snapshot.blob, Snapshot.line,
+                   Snapshot.line_count, Snapshot.changed, Snapshot.base_index)
+            .join(Compilation, Compilation.pk == Snapshot.compilation_pk).join(Snapshot.banner)
+            .where(Compilation.run_id == run_id).order_by(Compilation.ordinal, Snapshot.index)
+        )]
+        problems = sorted(tuple(row) for row in session.execute(
+            select(Problem.kind, Problem.message, Problem.line, Problem.blob).where(Problem.run_id == run_id)
+        ))
+    return {"compilations": compilations, "snapshots": snapshots, "problems": problems}
+
+
+def test_an_ingest_stores_the_same_with_and_without_the_helper(logs, tmp_path):
+    paths = [str(logs["junk"]), str(logs["cut"])]
+    results = {}
+    for name in ("helper", "here"):
+        (tmp_path / name).mkdir()
+        database = Database(fresh_db_url(tmp_path / name))
+        prescan = LogPrescan.start(paths, min_bytes=0) if name == "helper" else None
+        try:
+            run = ingest_paths(database, paths, prescan=prescan)
+            results[name] = (rows(database, run["run"]), run["damaged"], [w["message"] for w in run["warnings"]])
+        finally:
+            database.dispose()
+        if prescan is not None:
+            assert prescan.files_scanned == 2
+            assert prescan.process is None  # the ingest stopped it
+    assert results["helper"][0]["snapshots"]
+    assert results["helper"] == results["here"]
