@@ -9,7 +9,10 @@ length. A new body comes with its sha256 (the hashing moves to the helper too); 
 handed out again (an unchanged pass: the same bytes object) comes as a reference to the earlier one,
 so the ingest gets the same object back, as from a scan of its own. Each batch says how far into the
 file the helper has read, and the ingest reads its own stream that far: byte counts, progress and
-upload limits are what a scan here gives.
+upload limits are what a scan here gives. For inputs up to `TERMS_BYTES` the helper also finds each
+new body's op-index terms (app/op_terms.py): it finishes such a log before the ingest's imports do,
+so that work costs the ingest nothing. Bigger logs keep the helper busy scanning, and the ingest
+finds their terms itself.
 
 A reader thread keeps up to `BUFFER_BYTES` of the helper's output, which lets the helper run ahead
 while this process imports, and bounds the memory it costs. The records never depend on the helper:
@@ -34,6 +37,7 @@ from typing import BinaryIO
 __all__ = ["LogPrescan"]
 
 MIN_BYTES = 4 << 20  # smaller inputs are scanned in process: a helper costs ~60 ms of CPU to start
+TERMS_BYTES = 64 << 20  # inputs up to this size get their op-index terms from the helper too
 BUFFER_BYTES = 32 << 20  # the helper's output held here at most (the pipe itself holds 1 MB)
 BATCH_BYTES = 1 << 20  # body bytes per batch
 BATCH_RECORDS = 512
@@ -44,13 +48,14 @@ _LENGTH = struct.Struct("<Q")
 _PIPE_BYTES = 1 << 20
 _APP_ROOT = str(Path(__file__).resolve().parent.parent)  # so the helper imports this same `app`
 
-# A batch's items. NEW: (NEW, header number, header or None, body, sha256, line, damage, truncated,
-# line_count). SAME: (SAME, header number, header or None, body number, line, damage, truncated,
+# A batch's items. NEW: (NEW, header number, header or None, body, sha256, terms or None, line, damage,
+# truncated, line_count). SAME: (SAME, header number, header or None, body number, line, damage, truncated,
 # line_count). OTHER: (OTHER, record): gap blocks, unknown banners, cut lines.
 NEW, SAME, OTHER = 0, 1, 2
 # Messages: ("batch", file, offset, items), ("end", file), ("skip", file), ("error", file, text).
 
-Record = tuple[object, str | None]  # a scan_log record, and a dump body's sha256 when known
+# A scan_log record; for a dump, its body's sha256 and op-index terms when known.
+Record = tuple[object, str | None, frozenset[str] | None]
 
 
 class LogPrescan:
@@ -84,9 +89,10 @@ class LogPrescan:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, (_APP_ROOT, env.get("PYTHONPATH"))))
         names = [path for path, _ in files]
+        terms = ["--terms"] if sum(size for _, size in files) <= TERMS_BYTES else []
         try:
             process = subprocess.Popen(
-                [*(command or [sys.executable, "-m", "app.log_prescan"]), *names],
+                [*(command or [sys.executable, "-m", "app.log_prescan"]), *terms, *names],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env, close_fds=True,
             )
         except (OSError, ValueError, subprocess.SubprocessError):
@@ -117,10 +123,10 @@ class LogPrescan:
         yielded = 0
         finished = False
         try:
-            for record, digest, offset in self._helper_records(index):
+            for record, digest, terms, offset in self._helper_records(index):
                 reader.read_to(offset)
                 yielded += 1
-                yield record, digest
+                yield record, digest, terms
             finished = self.process is not None
         finally:
             if not finished:
@@ -131,12 +137,12 @@ class LogPrescan:
             yield from _scan_here(path, stream, reader, yielded)
         reader.read_to(None)
 
-    def _helper_records(self, index: int) -> Iterator[tuple[object, str | None, int]]:
+    def _helper_records(self, index: int) -> Iterator[tuple[object, str | None, frozenset[str] | None, int]]:
         """Until the helper's end of file `index`; stops early (closing the helper) when it fails."""
         from parsers.records import Dump
 
         headers: dict[int, object] = {}
-        bodies: OrderedDict[int, tuple[bytes, str]] = OrderedDict()
+        bodies: OrderedDict[int, tuple[bytes, str, frozenset[str] | None]] = OrderedDict()
         numbered = 0
         while True:
             message = self._next_message()
@@ -155,20 +161,20 @@ class LogPrescan:
             for item in items:
                 code = item[0]
                 if code == OTHER:
-                    yield item[1], None, offset
+                    yield item[1], None, None, offset
                     continue
                 if item[2] is not None:
                     headers[item[1]] = item[2]
                 if code == NEW:
-                    body, digest = item[3], item[4]
-                    bodies[numbered] = (body, digest)
+                    body, digest, terms = item[3], item[4], item[5]
+                    bodies[numbered] = (body, digest, terms)
                     numbered += 1
                     if len(bodies) > RECENT_BODIES:
                         bodies.popitem(last=False)
                 else:
-                    body, digest = bodies[item[3]]
+                    body, digest, terms = bodies[item[3]]
                 line, damage, truncated, line_count = item[-4:]
-                yield Dump(headers[item[1]], body, line, damage, truncated, line_count), digest, offset
+                yield Dump(headers[item[1]], body, line, damage, truncated, line_count), digest, terms, offset
 
     def _next_message(self):
         with self._room:
@@ -249,20 +255,21 @@ def _scan_here(path: str, stream: BinaryIO, reader: _StreamFollower, skip: int) 
 
     if reader.position == 0:
         for record in scan_log(stream):
-            yield record, None
+            yield record, None, None
         return
     with open(path, "rb") as again:
         for number, record in enumerate(scan_log(again)):
             if number >= skip:
-                yield record, None
+                yield record, None, None
 
 
 # -- the helper ------------------------------------------------------------------------------
 class _Sender:
     """Numbers banners and recent bodies as the ingest's side does, and writes batches."""
 
-    def __init__(self, out) -> None:
+    def __init__(self, out, terms: bool = False) -> None:
         self.out = out
+        self.terms = terms  # find each new body's op-index terms
         self.headers: dict[int, tuple[object, int]] = {}  # id -> (header, number): kept alive
         self.bodies: OrderedDict[int, tuple[bytes, int]] = OrderedDict()  # id -> (body, number)
         self.numbered = 0
@@ -287,7 +294,12 @@ class _Sender:
         self.numbered += 1
         if len(self.bodies) > RECENT_BODIES:
             self.bodies.popitem(last=False)
-        return (NEW, number, header, dump.body, hashlib.sha256(dump.body).hexdigest(), *tail)
+        terms = None
+        if self.terms and not dump.damage:  # the ingest indexes whole dumps only
+            from app.op_terms import blob_terms
+
+            terms = blob_terms(dump.body)
+        return (NEW, number, header, dump.body, hashlib.sha256(dump.body).hexdigest(), terms, *tail)
 
     def send(self, message: tuple) -> None:
         payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
@@ -308,13 +320,13 @@ class _Counted:
         return data
 
 
-def _scan_file(file: int, path: str, out) -> None:
+def _scan_file(file: int, path: str, out, terms: bool = False) -> None:
     from parsers import registry
     from parsers.log import scan_log
     from parsers.records import Dump
     from parsers.source_names import base_name, display_path, kind_of
 
-    sender = _Sender(out)  # numbers start again with each file, as on the ingest's side
+    sender = _Sender(out, terms)  # numbers start again with each file, as on the ingest's side
     with open(path, "rb") as raw:
         head = raw.read(8192)
         if not head or kind_of(head[:512]) is not None or registry.classify(
@@ -341,11 +353,13 @@ def _scan_file(file: int, path: str, out) -> None:
         sender.send(("end", file))
 
 
-def main(paths: list[str]) -> None:
+def main(arguments: list[str]) -> None:
+    terms = arguments[:1] == ["--terms"]
+    paths = arguments[1:] if terms else arguments
     out = sys.stdout.buffer
     for file, path in enumerate(paths):
         try:
-            _scan_file(file, path, out)
+            _scan_file(file, path, out, terms)
         except Exception as error:  # noqa: BLE001 -- the ingest scans the file itself, and reports what it finds
             _Sender(out).send(("error", file, f"{type(error).__name__}: {error}"))
             break

@@ -74,12 +74,12 @@ class LogReader:
         replaced = 0
         dumps = 0  # dumps and dump banners, parsed or not
 
-        def process(record, digest: str | None) -> None:
+        def process(record, digest: str | None, terms: frozenset[str] | None) -> None:
             nonlocal replaced, dumps
             kind = type(record)
             if kind is Dump:
                 dumps += 1
-                self._add_dump(result, record, path, digest)
+                self._add_dump(result, record, path, digest, terms)
             elif kind is GapBlock:
                 if len(record.lines) == 1 and not record.lines[0][1]:
                     text.add("\n")  # the blank line between two dumps: nothing to parse
@@ -104,9 +104,9 @@ class LogReader:
 
         scanned = self.prescan.records(origin, stream) if self.prescan is not None else None
         if scanned is None:
-            scanned = ((record, None) for record in scan_log(stream))
-        for record, digest in scanned:
-            process(record, digest)
+            scanned = ((record, None, None) for record in scan_log(stream))
+        for record, digest, terms in scanned:
+            process(record, digest, terms)
         if replaced:
             problem("warning", f"{replaced} log lines hold bytes that are not UTF-8 (shown as \ufffd)", path=path)
         for kernel, orphan in result.grouper.orphans:
@@ -125,11 +125,13 @@ class LogReader:
         digest, size, compressed = text.finish()
         return self.state.blobs.put_compressed(digest, size, compressed) if size else None
 
-    def _add_dump(self, result: LogResult, dump: Dump, path: str, digest: str | None = None) -> None:
+    def _add_dump(self, result: LogResult, dump: Dump, path: str, digest: str | None = None,
+                  terms: frozenset[str] | None = None) -> None:
+        """`digest` and `terms`: the body's sha256 and op-index terms, when the log's helper found them."""
         reproducer, result.reproducer = result.reproducer, None  # it belongs to the next dump only
         if dump.header.failed and dump.damage == NO_MODULE and reproducer is not None:
             dump = self._reproducer_dump(dump, reproducer, path)
-            digest = None
+            digest = terms = None
         digest = self.state.blobs.put(dump.body, digest)
         if dump.damage:
             self.state.run.damaged += 1
@@ -140,7 +142,7 @@ class LogReader:
             if dump.header.failed:
                 result.grouper.mark_current_failed(dump.header)
             return
-        self.state.op_index.add_blob(digest, dump.body)
+        self.state.op_index.add_blob(digest, dump.body, terms)
         result.grouper.add(dump, digest, result.trace.take(dump.header))
 
     def _reproducer_dump(self, dump: Dump, reproducer: Reproducer, path: str) -> Dump:

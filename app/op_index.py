@@ -86,8 +86,12 @@ class OpIndex:
         self.scanner = scanner
         self._queued: set[str] = set()  # handed to the scanner
 
-    def add_blob(self, digest: str, body: bytes) -> None:
-        if self.scanner is not None:
+    def add_blob(self, digest: str, body: bytes, terms: frozenset[str] | None = None) -> None:
+        """`terms`: the body's, when they were found elsewhere already (app/log_prescan.py)."""
+        if terms is not None:
+            if digest not in self.terms and digest not in self._queued:
+                self.terms[digest] = self._sets.setdefault(terms, terms)
+        elif self.scanner is not None:
             if digest not in self._queued:
                 self._queued.add(digest)
                 self.scanner.add(digest, body)

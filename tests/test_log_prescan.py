@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from app import log_prescan
 from app.db import Database
 from app.log_prescan import LogPrescan
-from app.models import Banner, Compilation, Problem, Snapshot
+from app.models import Banner, Compilation, CompilationTerm, OpTerm, Problem, Snapshot
+from app.op_terms import blob_terms
 from parsers.log import scan_log
 from parsers.records import Dump
 from tests.conftest import FIXTURES, fresh_db_url, ingest_paths
@@ -31,8 +33,9 @@ class Dying:
         self.out.write(data); self.sent += len(data)
         if self.sent > 300_000: self.out.flush(); os._exit(1)
     def flush(self): self.out.flush()
-for file, path in enumerate(sys.argv[1:]):
-    log_prescan._scan_file(file, path, Dying(sys.stdout.buffer))
+terms = sys.argv[1] == "--terms"
+for file, path in enumerate(sys.argv[2:] if terms else sys.argv[1:]):
+    log_prescan._scan_file(file, path, Dying(sys.stdout.buffer), terms)
 """
 
 
@@ -54,9 +57,9 @@ def logs(tmp_path_factory) -> dict[str, Path]:
     return paths
 
 
-def local(path: Path) -> list[tuple[object, str | None]]:
+def local(path: Path) -> list[tuple]:
     with open(path, "rb") as stream:
-        return [(record, None) for record in scan_log(stream)]
+        return [(record, None, None) for record in scan_log(stream)]
 
 
 def prescanned(path: Path, command: list[str] | None = None) -> tuple[list, LogPrescan | None, io.BytesIO]:
@@ -74,10 +77,11 @@ def prescanned(path: Path, command: list[str] | None = None) -> tuple[list, LogP
 
 def assert_same_records(got: list, expected: list) -> None:
     assert len(got) == len(expected)
-    for (record, digest), (want, _) in zip(got, expected):
+    for (record, digest, terms), (want, _, _) in zip(got, expected):
         assert record == want
         if type(record) is Dump:
             assert digest in (None, hashlib.sha256(record.body).hexdigest())
+            assert terms is None or terms == blob_terms(record.body)
 
 
 @pytest.mark.parametrize("name", ["whole", "cut", "junk"])
@@ -86,18 +90,21 @@ def test_the_helper_gives_the_records_of_a_scan_here(logs, name):
     got, prescan, stream = prescanned(logs[name])
     assert_same_records(got, expected)
     assert prescan.files_scanned == 1  # the helper's records, not the fallback's
-    assert all(digest is not None for record, digest in got if type(record) is Dump)
+    dumps = [(record, digest, terms) for record, digest, terms in got if type(record) is Dump]
+    assert all(digest is not None for _, digest, _ in dumps)
+    # A 4-7 MB log: the helper finds the op-index terms of each whole dump too.
+    assert all((terms is None) == bool(record.damage) for record, _, terms in dumps)
     assert stream.tell() == len(stream.getvalue())  # read to the end: byte counts and limits apply
     if name != "whole":
-        assert any(type(record) is Dump and record.damage for record, _ in got)
+        assert any(type(record) is Dump and record.damage for record, _, _ in got)
 
 
 def test_an_unchanged_body_is_the_same_object_as_in_a_scan_here(logs):
     """Grouping and hashing recognise an unchanged pass by identity: the helper keeps it."""
     expected = local(logs["whole"])
     got, _, _ = prescanned(logs["whole"])
-    dumps = [record for record, _ in got if type(record) is Dump]
-    wanted = [record for record, _ in expected if type(record) is Dump]
+    dumps = [record for record, _, _ in got if type(record) is Dump]
+    wanted = [record for record, _, _ in expected if type(record) is Dump]
     shared = [i for i in range(1, len(wanted)) if wanted[i].body is wanted[i - 1].body]
     assert len(shared) > 50
     assert all(dumps[i].body is dumps[i - 1].body for i in shared)
@@ -108,7 +115,15 @@ def test_an_unchanged_body_is_the_same_object_as_in_a_scan_here(logs):
     [["/nonexistent/irlens-python"], [sys.executable, "-c", "pass"], [sys.executable, "-c", _DIES_HALF_WAY]],
     ids=["cannot-start", "exits-at-once", "dies-half-way"],
 )
-def test_without_the_helper_nothing_is_lost(logs, command):
+def test_without_the_helper_nothing_is_lost(logs, command, monkeypatch):
+    resumed = []
+
+    def scan_here(path, stream, reader, skip):
+        resumed.append(skip)
+        return original(path, stream, reader, skip)
+
+    original = log_prescan._scan_here
+    monkeypatch.setattr(log_prescan, "_scan_here", scan_here)
     expected = local(logs["junk"])
     got, prescan, stream = prescanned(logs["junk"], command)
     if prescan is None:  # it could not start: the ingest scans as usual
@@ -117,6 +132,10 @@ def test_without_the_helper_nothing_is_lost(logs, command):
     assert_same_records(got, expected)
     assert prescan.files_scanned == 0
     assert stream.tell() == len(stream.getvalue())
+    if "os._exit" in command[-1]:  # it sent records first: the ingest goes on from the next one
+        assert len(resumed) == 1 and 0 < resumed[0] < len(expected)
+    else:
+        assert resumed == [0]
 
 
 def test_a_file_the_helper_was_not_given_is_scanned_here(logs, tmp_path):
@@ -149,10 +168,24 @@ def rows(database: Database, run_id: str) -> dict[str, list]:
         problems = sorted(tuple(row) for row in session.execute(
             select(Problem.kind, Problem.message, Problem.line, Problem.blob).where(Problem.run_id == run_id)
         ))
-    return {"compilations": compilations, "snapshots": snapshots, "problems": problems}
+        terms = sorted(tuple(row) for row in session.execute(
+            select(Compilation.ordinal, OpTerm.name, CompilationTerm.first_index, CompilationTerm.last_index)
+            .join(CompilationTerm, CompilationTerm.compilation_pk == Compilation.pk)
+            .join(OpTerm, OpTerm.id == CompilationTerm.term_id).where(Compilation.run_id == run_id)
+        ))
+    return {"compilations": compilations, "snapshots": snapshots, "problems": problems, "terms": terms}
 
 
-def test_an_ingest_stores_the_same_with_and_without_the_helper(logs, tmp_path):
+def test_over_the_terms_floor_the_ingest_finds_the_terms_itself(logs, monkeypatch):
+    monkeypatch.setattr(log_prescan, "TERMS_BYTES", 1 << 20)
+    got, prescan, _ = prescanned(logs["whole"])
+    assert prescan.files_scanned == 1
+    assert all(terms is None for _, _, terms in got)
+
+
+@pytest.mark.parametrize("terms_bytes", [log_prescan.TERMS_BYTES, 0], ids=["helper-terms", "own-terms"])
+def test_an_ingest_stores_the_same_with_and_without_the_helper(logs, tmp_path, monkeypatch, terms_bytes):
+    monkeypatch.setattr(log_prescan, "TERMS_BYTES", terms_bytes)
     paths = [str(logs["junk"]), str(logs["cut"])]
     results = {}
     for name in ("helper", "here"):
@@ -167,5 +200,5 @@ def test_an_ingest_stores_the_same_with_and_without_the_helper(logs, tmp_path):
         if prescan is not None:
             assert prescan.files_scanned == 2
             assert prescan.process is None  # the ingest stopped it
-    assert results["helper"][0]["snapshots"]
+    assert results["helper"][0]["snapshots"] and results["helper"][0]["terms"]
     assert results["helper"] == results["here"]
