@@ -76,12 +76,17 @@ class LogPrescan:
     @classmethod
     def start(cls, paths: list[str], command: list[str] | None = None,
               min_bytes: int = MIN_BYTES) -> LogPrescan | None:
-        """A helper scanning the plain files among `paths`; None when they are too small to gain."""
+        """A helper scanning the plain files among `paths`; None when they are too small to gain (or
+        are all archives and compressed files, which the ingest's walk opens)."""
+        from parsers.source_names import kind_of
+
         files: list[tuple[str, int]] = []
         for path in paths:
             try:
                 if os.path.isfile(path):
-                    files.append((os.path.abspath(path), os.path.getsize(path)))
+                    with open(path, "rb") as file:
+                        if kind_of(file.read(512)) is None:
+                            files.append((os.path.abspath(path), os.path.getsize(path)))
             except OSError:
                 continue
         if not files or sum(size for _, size in files) < min_bytes:

@@ -147,7 +147,9 @@ def test_a_file_the_helper_was_not_given_is_scanned_here(logs, tmp_path):
         prescan.close()
 
 
-def test_small_inputs_start_no_helper(logs):
+def test_small_or_compressed_inputs_start_no_helper(logs):
+    compressed = str(FIXTURES / "sm90_add_kernel_dump.log.gz")  # the ingest's walk decompresses it
+    assert LogPrescan.start([compressed], min_bytes=0) is None
     assert LogPrescan.start([str(logs["whole"])], min_bytes=1 << 40) is None
     assert LogPrescan.start([str(logs["whole"].parent / "missing.log")], min_bytes=0) is None
 
