@@ -113,8 +113,8 @@ class LogPrescan:
     # -- the ingest's side -----------------------------------------------------------------
     def records(self, path: str | None, stream: BinaryIO) -> Iterator[Record] | None:
         """The records of the log at OS path `path` (its ingest stream: `stream`), or None when the
-        helper was not given that file: scan it as usual."""
-        if path is None:
+        helper was not given that file (or has stopped): scan it as usual."""
+        if path is None or self.process is None:
             return None
         try:
             index = self.paths.index(os.path.abspath(path), self._next_file)
