@@ -12,7 +12,9 @@ file the helper has read, and the ingest reads its own stream that far: byte cou
 upload limits are what a scan here gives. For inputs up to `TERMS_BYTES` the helper also finds each
 new body's op-index terms (app/op_terms.py): it finishes such a log before the ingest's imports do,
 so that work costs the ingest nothing. Bigger logs keep the helper busy scanning, and the ingest
-finds their terms itself.
+finds their terms itself, except in the server (`all_terms`), whose own process is better left to
+the pages it serves meanwhile. The server's uploads are temp files without a name: `upload_path`
+gives the helper one through /proc.
 
 A reader thread keeps up to `BUFFER_BYTES` of the helper's output, which lets the helper run ahead
 while this process imports, and bounds the memory it costs. The records never depend on the helper:
@@ -74,8 +76,8 @@ class LogPrescan:
         self._reader.start()
 
     @classmethod
-    def start(cls, paths: list[str], command: list[str] | None = None,
-              min_bytes: int = MIN_BYTES) -> LogPrescan | None:
+    def start(cls, paths: list[str], command: list[str] | None = None, min_bytes: int = MIN_BYTES,
+              all_terms: bool = False) -> LogPrescan | None:
         """A helper scanning the plain files among `paths`; None when they are too small to gain (or
         are all archives and compressed files, which the ingest's walk opens)."""
         from parsers.source_names import kind_of
@@ -94,7 +96,7 @@ class LogPrescan:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, (_APP_ROOT, env.get("PYTHONPATH"))))
         names = [path for path, _ in files]
-        terms = ["--terms"] if sum(size for _, size in files) <= TERMS_BYTES else []
+        terms = ["--terms"] if all_terms or sum(size for _, size in files) <= TERMS_BYTES else []
         try:
             process = subprocess.Popen(
                 [*(command or [sys.executable, "-m", "app.log_prescan"]), *terms, *names],
@@ -234,6 +236,22 @@ class LogPrescan:
         except OSError:
             pass
         process.wait()
+
+
+def upload_path(stream) -> str | None:
+    """A path the helper can open for an uploaded part held in a temp file (Linux: /proc/PID/fd/N
+    opens the file anew, deleted or not, with a position of its own); None for a part still in memory
+    or not at its start."""
+    if getattr(stream, "_rolled", True) is False:  # a SpooledTemporaryFile still in memory
+        return None
+    try:
+        if stream.tell() != 0:
+            return None
+        stream.flush()  # what the multipart parser wrote, for the helper to read
+        path = f"/proc/{os.getpid()}/fd/{stream.fileno()}"
+    except (AttributeError, OSError, ValueError):
+        return None
+    return path if os.path.isfile(path) else None
 
 
 class _StreamFollower:

@@ -88,12 +88,13 @@ class SourceWalker:
     def skipped(self) -> list[Skipped]:
         return self.budget.skipped
 
-    def walk(self, inputs: Iterable[str | os.PathLike[str] | tuple[str, BinaryIO]]) -> Iterator[InputFile]:
-        """Yield every file in ``inputs``: paths (files or folders) or (display name, stream) pairs."""
+    def walk(self, inputs: Iterable[str | os.PathLike[str] | tuple]) -> Iterator[InputFile]:
+        """Yield every file in ``inputs``: paths (files or folders), or (display name, stream) pairs
+        with, optionally, a third item: a path the stream's file can be opened by (its ``origin``)."""
         for source in inputs:
             if isinstance(source, tuple):
-                name, stream = source
-                yield from self._walk_upload(name, stream)
+                name, stream, *origin = source
+                yield from self._walk_upload(name, stream, origin[0] if origin else None)
             else:
                 yield from self._walk_path(os.fsdecode(source))
 
@@ -152,7 +153,7 @@ class SourceWalker:
                 else:
                     yield from self._visit(file_blob(full, shown, info.st_size, follow=False), 0)
 
-    def _walk_upload(self, name: str, stream: BinaryIO) -> Iterator[InputFile]:
+    def _walk_upload(self, name: str, stream: BinaryIO, origin: str | None = None) -> Iterator[InputFile]:
         # A browser's folder upload names each file by its relative path (cache/HASH/k.ttgir): keep
         # the path, which groups a cache folder's files; a name with ../ or a root keeps its base name.
         display, problem = member_name(name or "upload")
@@ -163,7 +164,8 @@ class SourceWalker:
             size = stream.seek(0, os.SEEK_END) - start
             stream.seek(start)
             opener = partial(SeekingView, stream, start)
-            yield from self._visit(Blob(display, size, opener, charged=False, seekable=opener), 0)
+            blob = Blob(display, size, opener, charged=False, seekable=opener, origin=origin if not start else None)
+            yield from self._visit(blob, 0)
             return
         # The upload belongs to the caller: read it once, never close it.
         with contextlib.closing(ReplayStream(lambda: stream, close_inner=False)) as replay:

@@ -204,3 +204,37 @@ def test_an_ingest_stores_the_same_with_and_without_the_helper(logs, tmp_path, m
             assert prescan.process is None  # the ingest stopped it
     assert results["helper"][0]["snapshots"] and results["helper"][0]["terms"]
     assert results["helper"] == results["here"]
+
+
+def test_an_upload_to_the_server_is_scanned_by_the_helper(logs, tmp_path, monkeypatch):
+    """A large plain log uploaded to the server: its temp file is read by the helper through /proc,
+    which finds its terms too; the run's rows equal those of the same upload scanned in process."""
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.settings import Settings
+    from app.views import runs as runs_view
+    from tests.conftest import form_token
+
+    started: list[LogPrescan | None] = []
+    start = LogPrescan.start
+
+    def recording(paths, **options):
+        started.append(start(paths, **options) if use_helper else None)
+        return started[-1]
+
+    monkeypatch.setattr(runs_view.LogPrescan, "start", recording)
+    results = {}
+    for use_helper in (True, False):
+        folder = tmp_path / ("helper" if use_helper else "here")
+        folder.mkdir()
+        app = create_app(Settings(db_url=fresh_db_url(folder), data_dir=folder, load_demo=False))
+        with TestClient(app) as client:
+            files = [("file", (logs[name].name, logs[name].read_bytes(), "text/plain")) for name in ("junk", "cut")]
+            response = client.post("/runs", files=files, data={"csrf_token": form_token(client)})
+            assert response.status_code == 201, response.text
+            run = response.json()
+            results[use_helper] = (rows(app.state.db, run["run"]), run["damaged"], [w["message"] for w in run["warnings"]])
+    helper = started[0]
+    assert helper is not None and helper.files_scanned == 2 and helper.process is None
+    assert results[True][0]["terms"] and results[True] == results[False]

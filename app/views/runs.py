@@ -19,6 +19,7 @@ from app.blobs import ZSTD_CODECS, BlobReader
 from app.comparisons import run_variants
 from app.errors import error_json
 from app.ingest import Ingest, IngestError
+from app.log_prescan import LogPrescan, upload_path
 from app.models import Blob, Compilation, InputRecord, Run, Snapshot
 from app.queries import input_records, recent_runs, run_summary
 from app.security import check_csrf
@@ -202,13 +203,21 @@ async def _read_form(request: Request, settings) -> FormData | tuple[str, int]:
 
 
 def _ingest(app, files, title: str, owner: str | None = None, tags=(), listed: bool = False) -> dict:
-    with app.state.db.session() as session:
-        run = Ingest(session, title=title, owner=owner, tags=tags, limits=app.state.limits,
-                     disassembler=app.state.disassembler).ingest(files)
-        run.listed = listed
-        session.commit()
-        map_prep.wake()  # its map pages' indexes, in the background
-        return run_summary(session, run, app.state.urls)
+    # Large plain logs are scanned, hashed and indexed by a helper process on the other core, which
+    # leaves this process's interpreter to the pages it serves meanwhile.
+    inputs = [(name, stream, upload_path(stream)) for name, stream in files]
+    prescan = LogPrescan.start([path for _, _, path in inputs if path], all_terms=True)
+    try:
+        with app.state.db.session() as session:
+            run = Ingest(session, title=title, owner=owner, tags=tags, limits=app.state.limits,
+                         disassembler=app.state.disassembler, prescan=prescan).ingest(inputs)
+            run.listed = listed
+            session.commit()
+            map_prep.wake()  # its map pages' indexes, in the background
+            return run_summary(session, run, app.state.urls)
+    finally:
+        if prescan is not None:
+            prescan.close()
 
 
 LOG_EXCERPT_LINES = 200
