@@ -59,9 +59,9 @@ class Ingest:
     ) -> None:
         self.blobs = BlobWriter(session)
         self.run = Run(id=new_run_id(), title=title, owner=owner, tags=list(tags))
-        # The op index's scan of each new text runs in a helper process, on the other core; with a
-        # log helper already there, here (this thread would otherwise wait for that helper).
-        terms = TermScanner() if prescan is None else None
+        # The op index's scan of each new text runs in a helper process, on the other core, unless
+        # the log helper finds the terms as it scans.
+        terms = None if prescan is not None and prescan.finds_terms else TermScanner()
         self.state = IngestState(session, self.blobs, self.run, op_index=OpIndex(terms))
         self.limits = limits or Limits()
         self.progress = progress or (lambda name, count: None)

@@ -11,10 +11,10 @@ so the ingest gets the same object back, as from a scan of its own. Each batch s
 file the helper has read, and the ingest reads its own stream that far: byte counts, progress and
 upload limits are what a scan here gives. For inputs up to `TERMS_BYTES` the helper also finds each
 new body's op-index terms (app/op_terms.py): it finishes such a log before the ingest's imports do,
-so that work costs the ingest nothing. Bigger logs keep the helper busy scanning, and the ingest
-finds their terms itself, except in the server (`all_terms`), whose own process is better left to
-the pages it serves meanwhile. The server's uploads are temp files without a name: `upload_path`
-gives the helper one through /proc.
+so that work costs the ingest nothing. Bigger logs keep the helper busy scanning, and their terms
+are found as without it, by the op index's own helper (app/term_scan.py): the ingest's process is
+left with grouping and writing, and a server's with the pages it serves meanwhile. The server's
+uploads are temp files without a name: `upload_path` gives the helper one through /proc.
 
 A reader thread keeps up to `BUFFER_BYTES` of the helper's output, which lets the helper run ahead
 while this process imports, and bounds the memory it costs. The records never depend on the helper:
@@ -63,9 +63,10 @@ Record = tuple[object, str | None, frozenset[str] | None]
 class LogPrescan:
     """The helper's records for the files it was given; `records(path, stream)` hands them out."""
 
-    def __init__(self, paths: list[str], process: subprocess.Popen) -> None:
+    def __init__(self, paths: list[str], process: subprocess.Popen, finds_terms: bool = False) -> None:
         self.paths = paths
         self.process: subprocess.Popen | None = process
+        self.finds_terms = finds_terms  # it sends each new whole body's op-index terms
         self.files_scanned = 0  # files whose records all came from the helper
         self._next_file = 0  # the first index in `paths` the ingest may still ask for
         self._messages: deque[bytes] = deque()
@@ -76,8 +77,8 @@ class LogPrescan:
         self._reader.start()
 
     @classmethod
-    def start(cls, paths: list[str], command: list[str] | None = None, min_bytes: int = MIN_BYTES,
-              all_terms: bool = False) -> LogPrescan | None:
+    def start(cls, paths: list[str], command: list[str] | None = None,
+              min_bytes: int = MIN_BYTES) -> LogPrescan | None:
         """A helper scanning the plain files among `paths`; None when they are too small to gain (or
         are all archives and compressed files, which the ingest's walk opens)."""
         from parsers.source_names import kind_of
@@ -96,7 +97,7 @@ class LogPrescan:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, (_APP_ROOT, env.get("PYTHONPATH"))))
         names = [path for path, _ in files]
-        terms = ["--terms"] if all_terms or sum(size for _, size in files) <= TERMS_BYTES else []
+        terms = ["--terms"] if sum(size for _, size in files) <= TERMS_BYTES else []
         try:
             process = subprocess.Popen(
                 [*(command or [sys.executable, "-m", "app.log_prescan"]), *terms, *names],
@@ -110,7 +111,7 @@ class LogPrescan:
             fcntl.fcntl(process.stdout.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), _PIPE_BYTES)
         except (ImportError, OSError):
             pass  # a smaller pipe only means more reads
-        return cls(names, process)
+        return cls(names, process, finds_terms=bool(terms))
 
     # -- the ingest's side -----------------------------------------------------------------
     def records(self, path: str | None, stream: BinaryIO) -> Iterator[Record] | None:

@@ -203,10 +203,10 @@ async def _read_form(request: Request, settings) -> FormData | tuple[str, int]:
 
 
 def _ingest(app, files, title: str, owner: str | None = None, tags=(), listed: bool = False) -> dict:
-    # Large plain logs are scanned, hashed and indexed by a helper process on the other core, which
-    # leaves this process's interpreter to the pages it serves meanwhile.
+    # Large plain logs are scanned and hashed by a helper process (their op terms by another one),
+    # which leaves this process's interpreter to the pages it serves meanwhile.
     inputs = [(name, stream, upload_path(stream)) for name, stream in files]
-    prescan = LogPrescan.start([path for _, _, path in inputs if path], all_terms=True)
+    prescan = LogPrescan.start([path for _, _, path in inputs if path])
     try:
         with app.state.db.session() as session:
             run = Ingest(session, title=title, owner=owner, tags=tags, limits=app.state.limits,
