@@ -1,6 +1,7 @@
-"""Logs given as plain files, scanned (parsers/log.py: scan_log) in a helper process that starts before
-the ingest's own imports: the scan runs on the other core while this process imports SQLAlchemy,
-groups dumps and writes rows.
+"""Plain logs (the files given to `irlens ingest`, a server's large uploaded parts) scanned
+(parsers/log.py: scan_log) in a helper process, on the other core, while this process imports
+SQLAlchemy (the CLI starts the helper before its imports), groups dumps and writes rows, or serves
+pages.
 
 `LogPrescan.start(paths)` starts `python -m app.log_prescan PATH...`, which takes each path that is
 a plain log (not an archive or a compressed file, and "log" to parsers/registry.py, as the ingest's
@@ -36,7 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["LogPrescan"]
+__all__ = ["LogPrescan", "upload_path"]
 
 MIN_BYTES = 4 << 20  # smaller inputs are scanned in process: a helper costs ~60 ms of CPU to start
 TERMS_BYTES = 64 << 20  # inputs up to this size get their op-index terms from the helper too
