@@ -98,6 +98,9 @@ def test_large_tensors_fold_and_the_brackets_move_between_windows(server_url, br
     page.locator("#layout-grid").focus()
     page.keyboard.press("]")
     expect(page.locator(".layout-note").first).to_contain_text("columns 64-127 of 256")
+    # The key opened another page: its script listens for keys once it has loaded (under load, the
+    # note's text can be there before it).
+    page.wait_for_load_state("load")
     page.locator("#layout-grid").focus()
     page.keyboard.press("}")
     expect(page.locator(".layout-note").first).to_contain_text("rows 64-127 of 128")
