@@ -65,7 +65,7 @@ class Ingest:
         self.state = IngestState(session, self.blobs, self.run, op_index=OpIndex(terms))
         self.limits = limits or Limits()
         self.progress = progress or (lambda name, count: None)
-        self.prescan = prescan  # logs given as files, already being scanned by a helper process
+        self.prescan = prescan  # this ingest's plain logs, already being scanned by a helper process
         self.logs = LogReader(self.state, lambda: self.state.bytes_read, prescan)
         self.cache_files = CacheFiles(self.state, disassembler)
         self.traces = TraceCollector(self.blobs, self.state.problem)

@@ -62,11 +62,11 @@ class LogReader:
     ) -> None:
         self.state = state
         self.bytes_read = bytes_read
-        self.prescan = prescan  # a helper process already scanning the logs given as files
+        self.prescan = prescan  # a helper process already scanning this ingest's plain logs
 
     def read(self, path: str, stream: BinaryIO, origin: str | None = None) -> str | None:
-        """Scan one log (`origin`: its file system path, if any); returns the blob of its non-IR text
-        (None when it has none)."""
+        """Scan one log (`origin`: a path its file can be opened by, if any); returns the blob of its
+        non-IR text (None when it has none)."""
         problem = self.state.problem
         result = LogResult(path)
         text = _LogText()
