@@ -93,12 +93,13 @@ class LogPrescan:
                             files.append((os.path.abspath(path), os.path.getsize(path)))
             except OSError:
                 continue
-        if not files or sum(size for _, size in files) < min_bytes:
+        total = sum(size for _, size in files)
+        if not files or total < min_bytes:
             return None
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, (_APP_ROOT, env.get("PYTHONPATH"))))
         names = [path for path, _ in files]
-        terms = ["--terms"] if sum(size for _, size in files) <= TERMS_BYTES else []
+        terms = ["--terms"] if total <= TERMS_BYTES else []
         try:
             process = subprocess.Popen(
                 [*(command or [sys.executable, "-m", "app.log_prescan"]), *terms, *names],

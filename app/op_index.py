@@ -88,8 +88,8 @@ class OpIndex:
 
     def add_blob(self, digest: str, body: bytes, terms: frozenset[str] | None = None) -> None:
         """`terms`: the body's, when they were found elsewhere already (app/log_prescan.py)."""
-        if terms is not None:
-            if digest not in self.terms and digest not in self._queued:
+        if terms is not None:  # (then there is no scanner: the log helper finds them all)
+            if digest not in self.terms:
                 self.terms[digest] = self._sets.setdefault(terms, terms)
         elif self.scanner is not None:
             if digest not in self._queued:

@@ -164,7 +164,8 @@ class SourceWalker:
             size = stream.seek(0, os.SEEK_END) - start
             stream.seek(start)
             opener = partial(SeekingView, stream, start)
-            blob = Blob(display, size, opener, charged=False, seekable=opener, origin=origin if not start else None)
+            origin = origin if start == 0 else None  # a path opens the file at its start
+            blob = Blob(display, size, opener, charged=False, seekable=opener, origin=origin)
             yield from self._visit(blob, 0)
             return
         # The upload belongs to the caller: read it once, never close it.
