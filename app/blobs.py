@@ -5,15 +5,16 @@ Every blob row is addressed by the sha256 of its raw bytes and has one of four c
 - ``zstd``: ``data`` is one zstd frame of the whole text.
 - ``zstdx``: the same, recompressed at a strong level after ingest (app/recompress.py).
 - ``none``: ``data`` is the text itself.
-- ``zpack``: the text is a slice of a *pack*: ``pack`` names the pack, ``data`` is ``b"<offset>"`` (ASCII
+- ``zpack``: the text is a slice of a *pack*: ``pack_id`` is the pack's row (``Blob.pack`` its hash),
+  ``data`` is ``b"<offset>"`` (ASCII
   digits; ``b"<pack hash>:<offset>"`` before migration 0010) and the text is ``size`` bytes at
   ``offset`` in the pack blob's raw bytes. A pack is itself an ordinary ``zstd`` blob
   (addressed by the sha256 of its raw bytes) holding several new texts of one ingest back to back.
 
 Packs are how storage stays small: consecutive pass snapshots are near copies of each other, and one
 zstd frame over a few megabytes of them stores each repeat as a back-reference. A pack is read with one
-decompression (no chains); readers cache recent packs. A ``zpack`` row names its pack in ``pack`` too,
-so the garbage collector (app/retention.py) keeps a pack while any row points into it.
+decompression (no chains); readers cache recent packs, by hash. The garbage collector
+(app/retention.py) keeps a pack while any ``zpack`` row points into it.
 
 Writing: `BlobWriter.put` hashes (unless the same bytes object was just hashed: the log scanner hands
 out one object for a body equal to a recent one), skips hashes already stored, and collects new texts;
@@ -29,10 +30,10 @@ from collections import OrderedDict, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import zstandard
-from sqlalchemy import Table, insert, select
+from sqlalchemy import Table, TypeDecorator, insert, select
 from sqlalchemy.orm import Session
 
-from app.models import Blob, HexHash, to_db_hash
+from app.models import Blob, to_db_hash
 
 PACK_BYTES = 4 << 20  # raw bytes per pack: bigger compresses a little better, reads a little slower
 PACK_COUNT = 2000  # most texts per pack (and per existence query)
@@ -59,16 +60,19 @@ def sha256(data: bytes) -> str:
 
 
 def insert_rows(session: Session, table: Table, columns: tuple[str, ...], rows: list[tuple],
-                ignore_conflict_on: str | None = None) -> None:
+                ignore_conflict_on: str | None = None, blob_ids: tuple[str, ...] = ()) -> None:
     """INSERT many rows with the driver's executemany: SQLAlchemy's per-row parameter processing
     costs more than SQLite's insert itself. Values must be plain (int, str, bytes, bool, None).
-    `ignore_conflict_on` names a unique column: rows clashing on it are skipped (SQLite, PostgreSQL)."""
+    `ignore_conflict_on` names a unique column: rows clashing on it are skipped (SQLite, PostgreSQL).
+    `blob_ids` names columns holding a blob's id (`snapshots.blob_id`, `blobs.pack_id`), given here as
+    the blob's hash (or None): the INSERT looks the id up by the hash's index, row by row."""
     if not rows:
         return
     dialect = session.get_bind().dialect
     # Columns left out get their scalar Python-side default; any other default needs SQLAlchemy.
     missing = [c for c in table.columns if c.name not in columns and not c.primary_key and c.default is not None]
     if dialect.name not in ("sqlite", "postgresql") or not all(c.default.is_scalar for c in missing):
+        rows = _blob_ids_looked_up(session, columns, rows, blob_ids)
         statement = insert(table)
         if ignore_conflict_on and dialect.name in ("sqlite", "postgresql"):
             statement = insert_ignoring(session, table, (ignore_conflict_on,))
@@ -78,27 +82,42 @@ def insert_rows(session: Session, table: Table, columns: tuple[str, ...], rows: 
         columns = (*columns, *(c.name for c in missing))
         defaults = tuple(c.default.arg for c in missing)
         rows = [row + defaults for row in rows]
-    for i, name in enumerate(columns):  # hashes are stored as bytes (the driver sees no SQLAlchemy type)
-        if isinstance(table.c[name].type, HexHash):
-            rows = [(*row[:i], to_db_hash(row[i]), *row[i + 1:]) for row in rows]
+    for i, name in enumerate(columns):  # the driver sees no SQLAlchemy type: hashes as bytes, etc.
+        column_type = table.c[name].type
+        if name in blob_ids or isinstance(column_type, TypeDecorator):
+            convert = to_db_hash if name in blob_ids else column_type.process_bind_param
+            rows = [(*row[:i], convert(row[i], dialect), *row[i + 1:]) for row in rows]
     quote = dialect.identifier_preparer.quote
     style = dialect.paramstyle
     if style == "qmark":
-        marks = ", ".join("?" for _ in columns)
+        marks = ["?" for _ in columns]
     elif style in ("format", "pyformat"):
-        marks = ", ".join("%s" for _ in columns)
+        marks = ["%s" for _ in columns]
     elif style == "numeric":
-        marks = ", ".join(f":{i + 1}" for i in range(len(columns)))
+        marks = [f":{i + 1}" for i in range(len(columns))]
     else:  # named
-        marks = ", ".join(f":c{i}" for i in range(len(columns)))
+        marks = [f":c{i}" for i in range(len(columns))]
         rows = [{f"c{i}": value for i, value in enumerate(row)} for row in rows]  # type: ignore[misc]
-    sql = f"INSERT INTO {quote(table.name)} ({', '.join(quote(c) for c in columns)}) VALUES ({marks})"
+    marks = [f"(SELECT id FROM blobs WHERE hash = {mark})" if name in blob_ids else mark
+             for name, mark in zip(columns, marks, strict=True)]
+    sql = f"INSERT INTO {quote(table.name)} ({', '.join(quote(c) for c in columns)}) VALUES ({', '.join(marks)})"
     if ignore_conflict_on:
         sql += f" ON CONFLICT ({quote(ignore_conflict_on)}) DO NOTHING"
     session.connection().exec_driver_sql(sql, rows)
 
 
-_BLOB_COLUMNS = ("hash", "size", "codec", "data", "pack")
+def _blob_ids_looked_up(session: Session, columns: tuple[str, ...], rows: list[tuple],
+                        blob_ids: tuple[str, ...]) -> list[tuple]:
+    """`rows` with the `blob_ids` columns' hashes replaced by ids (ORM path: one query per column)."""
+    for i, name in enumerate(columns):
+        if name in blob_ids:
+            hashes = {row[i] for row in rows if row[i] is not None}
+            ids = dict(session.execute(select(Blob.hash, Blob.id).where(Blob.hash.in_(hashes))).tuples()) if hashes else {}
+            rows = [(*row[:i], ids.get(row[i]), *row[i + 1:]) for row in rows]
+    return rows
+
+
+_BLOB_COLUMNS = ("hash", "size", "codec", "data", "pack_id")  # pack_id: the pack's hash
 
 
 def insert_ignoring(session: Session, model, keys: tuple[str, ...]):
@@ -139,14 +158,14 @@ def _compress_pack(members: list[tuple[str, bytes]], params: zstandard.ZstdCompr
     compressor = _compressor(params)
     if len(members) == 1:
         digest, data = members[0]
-        return [{"hash": digest, "size": len(data), "codec": CODEC_ZSTD, "data": compressor.compress(data), "pack": None}]
+        return [{"hash": digest, "size": len(data), "codec": CODEC_ZSTD, "data": compressor.compress(data), "pack_id": None}]
     raw = b"".join(data for _, data in members)
     pack = sha256(raw)
-    rows = [{"hash": pack, "size": len(raw), "codec": CODEC_ZSTD, "data": compressor.compress(raw), "pack": None}]
+    rows = [{"hash": pack, "size": len(raw), "codec": CODEC_ZSTD, "data": compressor.compress(raw), "pack_id": None}]
     offset = 0
     for digest, data in members:
         rows.append(
-            {"hash": digest, "size": len(data), "codec": CODEC_PACKED, "data": b"%d" % offset, "pack": pack}
+            {"hash": digest, "size": len(data), "codec": CODEC_PACKED, "data": b"%d" % offset, "pack_id": pack}
         )
         offset += len(data)
     return rows
@@ -201,7 +220,7 @@ class BlobWriter:
             if exists is None:
                 self.session.execute(
                     insert_ignoring(self.session, Blob, ("hash",)),
-                    [{"hash": digest, "size": size, "codec": CODEC_ZSTD, "data": compressed, "pack": None}],
+                    [{"hash": digest, "size": size, "codec": CODEC_ZSTD, "data": compressed, "pack_id": None}],
                 )
                 self.new_blobs += 1
                 self.stored_bytes += len(compressed)
@@ -234,8 +253,9 @@ class BlobWriter:
         return set(self.session.scalars(select(Blob.hash).where(Blob.hash.in_(digests))))
 
     def _store(self, rows: list[dict]) -> None:
-        insert_rows(self.session, Blob.__table__, _BLOB_COLUMNS,
-                    [tuple(row[c] for c in _BLOB_COLUMNS) for row in rows], ignore_conflict_on="hash")
+        insert_rows(self.session, Blob.__table__, _BLOB_COLUMNS,  # the pack first: its slices look its id up
+                    [tuple(row[c] for c in _BLOB_COLUMNS) for row in rows], ignore_conflict_on="hash",
+                    blob_ids=("pack_id",))
         self.new_blobs += sum(1 for row in rows if row["codec"] != CODEC_PACKED)
         self.stored_bytes += sum(len(row["data"]) for row in rows)
 
@@ -289,6 +309,11 @@ class _PackCache:
 
 
 PACKS = _PackCache()
+
+
+def blob_row(session: Session, digest: str) -> Blob | None:
+    """The blob stored under this hash."""
+    return session.scalars(select(Blob).where(Blob.hash == digest)).first()
 _decompressors = threading.local()  # a ZstdDecompressor is not safe to share between threads
 
 
@@ -318,7 +343,7 @@ class BlobReader:
             pack_hash, offset = blob.pack, bytes(blob.data)
             pack = PACKS.get(pack_hash)
             if pack is None:
-                pack_blob = session.get(Blob, pack_hash)
+                pack_blob = blob_row(session, pack_hash)
                 if pack_blob is None:
                     raise LookupError(f"blob {blob.hash} points into pack {pack_hash}, which is missing")
                 pack = self._raw(session, pack_blob)
@@ -333,7 +358,7 @@ class BlobReader:
             if data is not None:
                 self.cache.move_to_end(digest)
                 return data
-        blob = session.get(Blob, digest)
+        blob = blob_row(session, digest)
         if blob is None:
             return None
         data = self._raw(session, blob)

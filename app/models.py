@@ -1,5 +1,7 @@
-"""Database schema. Texts live in `blobs`, addressed by content hash; rows refer to them by hash
-(32 bytes in the database, a 64-character hex string in Python: `HexHash`).
+"""Database schema. Texts live in `blobs`, addressed by content hash (32 bytes in the database, a
+64-character hex string in Python: `HexHash`). Most rows refer to a blob by that hash; the two kinds
+that come by the thousand, snapshots and pack slices, by the blob's integer `id` (a few bytes instead
+of 32, in the row and in its index) and read the hash through a subquery (`Snapshot.blob`, `Blob.pack`).
 
 Every change here needs an Alembic migration in migrations/versions (tests/test_migrations.py checks
 that the migrations and these models agree)."""
@@ -23,9 +25,10 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     false,
+    select,
     text,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import DeclarativeBase, Mapped, column_property, mapped_column, relationship
 
 
 def utcnow() -> datetime:
@@ -64,7 +67,39 @@ class ZippedJSON(TypeDecorator):
         return None if value is None else json.loads(zlib.decompress(value))
 
 
-def to_db_hash(value: str | None) -> bytes | None:
+class Interned(TypeDecorator):
+    """A short name from a known set, stored as one control character (its place in `known`, from
+    \\x01): snapshot stages and scope kinds repeat in every row. Other names are stored as they are
+    (no name is a single control character)."""
+
+    impl = String
+    cache_ok = True
+
+    def __init__(self, known: tuple[str, ...], length: int = 16) -> None:
+        super().__init__(length)
+        self.known = known
+
+    def process_bind_param(self, value, dialect):
+        if value is None:
+            return None
+        try:
+            return chr(1 + self.known.index(value))
+        except ValueError:
+            return value
+
+    def process_result_value(self, value, dialect):
+        if value is not None and len(value) == 1 and 0 < ord(value) <= len(self.known):
+            return self.known[ord(value) - 1]
+        return value
+
+
+# Interned names, in a fixed order: stored rows depend on it, so only append
+# (parsers/compilations.py STAGES and GENERIC_MLIR_STAGE; parsers/scopes.py).
+STAGE_NAMES = ("ttir", "ttgir", "llvm-dialect", "llvm-ir", "mlir")
+SCOPE_KIND_NAMES = ("module", "function", "loop", "region", "machine", "op")
+
+
+def to_db_hash(value: str | None, dialect=None) -> bytes | None:
     """A hex hash as stored; text that is not hex (a mistyped URL) becomes bytes no hash equals."""
     if value is None or isinstance(value, bytes):
         return value
@@ -78,17 +113,26 @@ class Blob(Base):
     """A stored text or binary, zstd-compressed, stored once however many runs refer to it."""
 
     __tablename__ = "blobs"
-    hash: Mapped[str] = mapped_column(HexHash, primary_key=True)  # sha256 of the raw bytes
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)  # SQLite: the rowid itself
+    hash: Mapped[str] = mapped_column(HexHash, unique=True)  # sha256 of the raw bytes
     size: Mapped[int] = mapped_column(Integer)
     codec: Mapped[str] = mapped_column(String(8))  # "zstd" | "zstdx" | "none" | "zpack" (see app/blobs.py)
     data: Mapped[bytes] = mapped_column(LargeBinary)
-    # For "zpack" rows: the pack blob holding this text, which must live while this row does.
-    pack: Mapped[str | None] = mapped_column(HexHash, index=True)
+    # For "zpack" rows: the pack blob holding this text, which must live while this row does
+    # (its hash: `Blob.pack`, below).
+    pack_id: Mapped[int | None] = mapped_column(ForeignKey("blobs.id"), index=True)
     # Only the frames that await recompression (app/recompress.py): a handful, however big the table.
     __table_args__ = (
         Index("ix_blobs_to_recompress", "hash", sqlite_where=text("codec = 'zstd'"),
               postgresql_where=text("codec = 'zstd'")),
     )
+
+
+_pack_blob = Blob.__table__.alias("pack_blob")
+# A pack slice's pack, by hash: what readers cache packs by (app/blobs.py), whatever the database.
+Blob.pack = column_property(
+    select(_pack_blob.c.hash).where(_pack_blob.c.id == Blob.pack_id).scalar_subquery()
+)
 
 
 class LineIndex(Base):
@@ -193,18 +237,22 @@ class Snapshot(Base):
     # The unit the body holds where the banner's scope does not name it (a legacy LLVM banner says
     # "[module]" for every dump); None: the banner's scope is the snapshot's.
     unit: Mapped[str | None] = mapped_column(Text)
-    stage: Mapped[str] = mapped_column(String(16))
+    stage: Mapped[str] = mapped_column(Interned(STAGE_NAMES))
     changed: Mapped[bool] = mapped_column(Boolean)
     line: Mapped[int] = mapped_column(Integer)  # banner's line in the log
     size: Mapped[int] = mapped_column(Integer)
     line_count: Mapped[int] = mapped_column(Integer)
-    blob: Mapped[str] = mapped_column(HexHash, ForeignKey("blobs.hash"), index=True)
+    blob_id: Mapped[int] = mapped_column(ForeignKey("blobs.id"), index=True)
+    # The body's hash, read with the row (an indexed lookup by id); SQL filters use `blob_id`.
+    blob: Mapped[str] = column_property(
+        select(Blob.hash).where(Blob.id == blob_id).correlate_except(Blob).scalar_subquery()
+    )
     # The banner line as printed and what it says, interned: a few hundred distinct banners serve
     # thousands of snapshots. Loaded with the snapshot (one join): pages read its pass fields.
     banner_pk: Mapped[int] = mapped_column(ForeignKey("banners.pk"))
     banner: Mapped[Banner] = relationship(lazy="joined", innerjoin=True)
     # What the body holds (parsers/scopes.py): "module", "function", "loop", "region", "machine", "op".
-    scope_kind: Mapped[str | None] = mapped_column(String(16))
+    scope_kind: Mapped[str | None] = mapped_column(Interned(SCOPE_KIND_NAMES))
     # Index of the previous snapshot of the same scope: the one this is compared (and diffed) with.
     base_index: Mapped[int | None] = mapped_column(Integer)
     # JSON list: passes LLVM's pass manager ran since the previous dump without printing one.

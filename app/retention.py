@@ -40,8 +40,10 @@ log = logging.getLogger("irlens")
 RETENTION_INTERVAL_SECONDS = 3600
 _CHUNK = 500  # hashes per DELETE ... IN (...): well under SQLite's and PostgreSQL's parameter limits
 
-# Every column that refers to a blob.
-BLOB_REFERENCES = (Snapshot.blob, Artifact.blob, Source.blob, InputRecord.log_blob, Problem.blob)
+# Every column that refers to a blob: by hash, and by id (a pack slice keeps its pack alive).
+BLOB_REFERENCES = (Artifact.blob, Source.blob, InputRecord.log_blob, Problem.blob)
+_Slice = aliased(Blob)
+BLOB_ID_REFERENCES = (Snapshot.blob_id, _Slice.pack_id)
 
 
 @dataclass
@@ -51,21 +53,21 @@ class Deleted:
     blobs: int  # blobs removed because no other run used them
 
 
-_Slice = aliased(Blob)  # a zpack row, which keeps its pack alive
+def _unreferenced() -> list:
+    """Conditions: no row refers to the blob at hand."""
+    return [*(~exists().where(column == Blob.hash) for column in BLOB_REFERENCES),
+            *(~exists().where(column == Blob.id) for column in BLOB_ID_REFERENCES)]
 
 
 def _unused(hashes: list[str]) -> Delete:
-    statement = delete(Blob).where(Blob.hash.in_(hashes))
-    for column in (*BLOB_REFERENCES, _Slice.pack):
-        statement = statement.where(~exists().where(column == Blob.hash))
-    return statement
+    return delete(Blob).where(Blob.hash.in_(hashes), *_unreferenced())
 
 
 def run_blobs(session: Session, run_id: str) -> set[str]:
     """Every blob a run's rows refer to."""
     compilations = select(Compilation.pk).where(Compilation.run_id == run_id)
     queries = (
-        select(Snapshot.blob).where(Snapshot.compilation_pk.in_(compilations)),
+        select(Blob.hash).join(Snapshot, Snapshot.blob_id == Blob.id).where(Snapshot.compilation_pk.in_(compilations)),
         select(Artifact.blob).where(Artifact.compilation_pk.in_(compilations), Artifact.blob.is_not(None)),
         select(Source.blob).where(Source.run_id == run_id),
         select(InputRecord.log_blob).where(InputRecord.run_id == run_id, InputRecord.log_blob.is_not(None)),
@@ -95,7 +97,7 @@ def collect_blobs(session: Session, candidates: Iterable[str]) -> int:
         packs: set[str] = set()
         for start in range(0, len(hashes), _CHUNK):
             chunk = hashes[start : start + _CHUNK]
-            packs.update(session.scalars(select(Blob.pack).where(Blob.hash.in_(chunk), Blob.pack.is_not(None))))
+            packs.update(session.scalars(select(Blob.pack).where(Blob.hash.in_(chunk), Blob.pack_id.is_not(None))))
             removed += session.execute(_unused(chunk)).rowcount or 0
         # Removing a pack's last slices frees the pack itself: one more round for those.
         hashes = sorted(packs)
@@ -112,7 +114,7 @@ def collect_all_blobs(session: Session) -> int:
     """Delete every blob no row refers to (`irlens gc`: also catches leftovers of interrupted deletes)."""
     hashes = list(
         session.scalars(
-            select(Blob.hash).where(*(~exists().where(c == Blob.hash) for c in (*BLOB_REFERENCES, _Slice.pack)))
+            select(Blob.hash).where(*_unreferenced())
         )
     )
     return collect_blobs(session, hashes)

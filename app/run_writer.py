@@ -28,7 +28,7 @@ from parsers.diagnostics import Diagnostic as ParsedDiagnostic
 
 SNAPSHOT_BATCH = 5000  # snapshot rows per INSERT (executemany)
 _SNAPSHOT_COLUMNS = (
-    "compilation_pk", "index", "unit", "stage", "changed", "line", "size", "line_count", "blob", "banner_pk",
+    "compilation_pk", "index", "unit", "stage", "changed", "line", "size", "line_count", "blob_id", "banner_pk",
     "scope_kind", "base_index", "trace",
 )
 
@@ -109,7 +109,7 @@ class RunWriter:
                     snapshot.level, snapshot.base, json.dumps(snapshot.trace) if snapshot.trace else None,
                 ))
                 if len(snapshot_rows) >= SNAPSHOT_BATCH:
-                    insert_rows(state.session, Snapshot.__table__, _SNAPSHOT_COLUMNS, snapshot_rows)
+                    insert_rows(state.session, Snapshot.__table__, _SNAPSHOT_COLUMNS, snapshot_rows, blob_ids=("blob_id",))
                     snapshot_rows = []
             for folder in links.get_all(id(record)):
                 for artifact in folder.files:
@@ -121,7 +121,7 @@ class RunWriter:
                         "depth": entry.depth, "wall": entry.wall, "percent": entry.percent,
                         "analysis": entry.analysis,
                     })
-        insert_rows(state.session, Snapshot.__table__, _SNAPSHOT_COLUMNS, snapshot_rows)
+        insert_rows(state.session, Snapshot.__table__, _SNAPSHOT_COLUMNS, snapshot_rows, blob_ids=("blob_id",))
         batches = ((Artifact, artifact_rows), (Timing, timing_rows), (Source, state.source_rows))
         for model, batch in batches:
             if batch:

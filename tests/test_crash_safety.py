@@ -35,9 +35,9 @@ RANDOM_KILLS = 5
 COMMIT_KILL_DELAYS = (0.0, 0.002, 0.05)
 TABLES = ("runs", "compilations", "snapshots", "artifacts", "timings", "sources", "diagnostics", "inputs",
           "problems", "blobs")
-# Columns that name a blob: none may point at a missing one.
-BLOB_REFERENCES = (("snapshots", "blob"), ("artifacts", "blob"), ("sources", "blob"), ("inputs", "log_blob"),
-                   ("problems", "blob"), ("blobs", "pack"))
+# Columns that name a blob, by hash or by id: none may point at a missing one.
+BLOB_REFERENCES = (("snapshots", "blob_id", "id"), ("artifacts", "blob", "hash"), ("sources", "blob", "hash"),
+                   ("inputs", "log_blob", "hash"), ("problems", "blob", "hash"), ("blobs", "pack_id", "id"))
 
 # Runs `irlens` with a hook that SIGKILLs the process once the ingest's session starts committing
 # (after KILL_IN_COMMIT seconds, from a timer thread, so the kill can land inside the commit itself).
@@ -100,10 +100,10 @@ def _check_consistent(db_url: str, expected_run: str) -> dict[str, int]:
             if engine.dialect.name == "sqlite":
                 assert connection.exec_driver_sql("PRAGMA integrity_check").scalars().all() == ["ok"]
                 assert connection.exec_driver_sql("PRAGMA foreign_key_check").all() == []
-            for table, column in BLOB_REFERENCES:
+            for table, column, key in BLOB_REFERENCES:
                 dangling = connection.execute(text(
                     f"SELECT count(*) FROM {table} t WHERE t.{column} IS NOT NULL "
-                    f"AND NOT EXISTS (SELECT 1 FROM blobs b WHERE b.hash = t.{column})"
+                    f"AND NOT EXISTS (SELECT 1 FROM blobs b WHERE b.{key} = t.{column})"
                 )).scalar()
                 assert dangling == 0, f"{dangling} rows of {table}.{column} name a missing blob"
             empty = connection.execute(text(

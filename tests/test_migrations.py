@@ -146,14 +146,21 @@ def check_data_survived(url: str, tmp_path: Path) -> None:
         # Both snapshots printed the banner "h" but stored other pass names: revision 0011 moves a
         # banner's fields onto its row and gives each distinct set of fields a row of its own.
         shown = [client.get(f"/runs/{RUN_ID}/c/1/s/{index}.json").json() for index in (0, 1)]
-        assert [(s["pass"], s["when"], s["kind"], s["scope"], s["failed"]) for s in shown] == [
-            ("Canonicalizer", "before", "mlir", None, False), ("CSE", "before", "mlir", "tt.func @f", False)]
+        assert [(s["pass"], s["when"], s["kind"], s["scope"], s["failed"], s["stage"]) for s in shown] == [
+            ("Canonicalizer", "before", "mlir", None, False, "ttir"), ("CSE", "before", "mlir", "tt.func @f", False, "ttir")]
         assert client.get(f"/runs/{RUN_ID}/c/1/s/1/raw").text == " world"
         with client.app.state.db.engine.connect() as connection:
             # Revision 0003 names each slice's pack, so collecting blobs keeps the pack.
-            # (revision 0010 stores hashes as 32 bytes)
+            # (revision 0010 stores hashes as 32 bytes; revision 0013 names the pack by its id)
             slice_key = {"h": bytes.fromhex(SLICE)}
-            assert bytes(connection.scalar(text("SELECT pack FROM blobs WHERE hash = :h"), slice_key)) == bytes.fromhex(PACK)
+            assert bytes(connection.scalar(text(
+                "SELECT p.hash FROM blobs s JOIN blobs p ON p.id = s.pack_id WHERE s.hash = :h"), slice_key)) == bytes.fromhex(PACK)
+            # Revision 0013: snapshots name their text by the blob's id.
+            assert [bytes(h) for h in connection.scalars(text(
+                "SELECT b.hash FROM snapshots s JOIN blobs b ON b.id = s.blob_id ORDER BY s.pk"))] == [
+                bytes.fromhex(BLOB), bytes.fromhex(SLICE)]
+            # ... and store the stage's name as its place in app/models.py's STAGE_NAMES
+            assert connection.scalars(text("SELECT stage FROM snapshots ORDER BY pk")).all() == ["\x01", "\x01"]
             # Revision 0010 keeps the slice's offset alone in its data (the pack is in `pack`).
             assert bytes(connection.scalar(text("SELECT data FROM blobs WHERE hash = :h"), slice_key)) == b"5"
         # Runs from before revision 0002 were on everyone's home page: they stay listed.
@@ -162,7 +169,7 @@ def check_data_survived(url: str, tmp_path: Path) -> None:
             assert current_revision(connection) == SCHEMA_REVISION
             assert connection.scalar(text("SELECT name FROM api_tokens")) == "alice"
             indexes = {index["name"] for index in inspect(connection).get_indexes("snapshots")}
-            assert "ix_snapshots_blob" in indexes
+            assert "ix_snapshots_blob_id" in indexes
         assert differences(client.app.state.db.engine) == []
 
 
@@ -227,6 +234,7 @@ def test_db_upgrade_command_and_downgrade_round_trip(tmp_path):
             assert connection.scalar(text("SELECT title FROM runs")) == "before teams"
             # hashes are hex text again, slices name their pack in their data
             assert connection.scalar(text("SELECT blob FROM snapshots WHERE pk = 2")) == SLICE
+            assert connection.scalars(text("SELECT stage FROM snapshots ORDER BY pk")).all() == ["ttir", "ttir"]
             assert connection.execute(text(
                 'SELECT pass_name, scope FROM snapshots ORDER BY pk')).all() == [("Canonicalizer", None), ("CSE", "tt.func @f")]
             assert bytes(connection.scalar(text("SELECT data FROM blobs WHERE hash = :h"), {"h": SLICE})) == f"{PACK}:5".encode()

@@ -140,7 +140,7 @@ def test_gc_command_applies_retention_and_sweeps_unused_blobs(db):
     assert kept.returncode == 0, kept.stderr
     assert kept.stdout.startswith("removed ") and kept.stdout.endswith(" blobs no run used\n")
     with db.session() as session:
-        packs = set(session.scalars(select(Blob.pack).where(Blob.hash.in_(used), Blob.pack.is_not(None))))
+        packs = set(session.scalars(select(Blob.pack).where(Blob.hash.in_(used), Blob.pack_id.is_not(None))))
     assert blob_hashes(db) == used | packs  # the orphan went, the run's blobs (and their packs) stayed
     gone = subprocess.run(
         [sys.executable, "-m", "app.cli", "retention", "--db", db.url, "--days", "2"],

@@ -15,7 +15,7 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 
 from app import map_prep
 from app.auth import identify, upload_owner, visible_runs
-from app.blobs import ZSTD_CODECS, BlobReader
+from app.blobs import ZSTD_CODECS, BlobReader, blob_row
 from app.comparisons import run_variants
 from app.errors import error_json
 from app.ingest import Ingest, IngestError
@@ -290,7 +290,7 @@ def run_page(request: Request, run_id: str, session: SessionDep, urls: UrlsDep):
         }
         excerpts = {}
         for record_pk, digest in list(text_blobs.items())[:LOG_EXCERPTS]:
-            blob = session.get(Blob, digest)
+            blob = blob_row(session, digest)
             if blob is not None:
                 excerpts[record_pk] = _log_excerpt(blob)
         data["log_excerpts"] = excerpts
@@ -304,7 +304,7 @@ def run_log(run_id: str, input_pk: str, session: SessionDep):
     record = session.get(InputRecord, int_param(input_pk))
     if record is None or record.run_id != run.id or record.log_blob is None:
         raise HTTPException(404, "no such log")
-    blob = session.get(Blob, record.log_blob)
+    blob = blob_row(session, record.log_blob)
     if blob is None:
         raise HTTPException(404, "no such log")
     return StreamingResponse(
