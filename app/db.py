@@ -18,7 +18,7 @@ from sqlalchemy import create_engine, event, inspect, make_url, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.models import Base
+from app.models import Base, add_postgresql_options
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -94,6 +94,8 @@ def make_engine(url: str, write_wait_seconds: float = 60) -> Engine:
             cursor.close()
 
     else:
+        if make_url(database_url(url)).get_backend_name() == "postgresql":
+            add_postgresql_options()
         try:
             engine = create_engine(database_url(url), pool_pre_ping=True, **POOL_OPTIONS)
         except ModuleNotFoundError as error:  # SQLAlchemy imports the driver here

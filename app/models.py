@@ -24,6 +24,7 @@ from sqlalchemy import (
     String,
     Text,
     TypeDecorator,
+    case,
     false,
     select,
     text,
@@ -109,6 +110,9 @@ def to_db_hash(value: str | None, dialect=None) -> bytes | None:
         return b"?" + value.encode("utf-8", "replace")
 
 
+_RECOMPRESS_PENDING = "codec = 'zstd'"
+
+
 class Blob(Base):
     """A stored text or binary, zstd-compressed, stored once however many runs refer to it."""
 
@@ -123,16 +127,29 @@ class Blob(Base):
     pack_id: Mapped[int | None] = mapped_column(ForeignKey("blobs.id"), index=True)
     # Only the frames that await recompression (app/recompress.py): a handful, however big the table.
     __table_args__ = (
-        Index("ix_blobs_to_recompress", "hash", sqlite_where=text("codec = 'zstd'"),
-              postgresql_where=text("codec = 'zstd'")),
+        Index("ix_blobs_to_recompress", "hash", sqlite_where=text(_RECOMPRESS_PENDING)),
     )
 
 
-_pack_blob = Blob.__table__.alias("pack_blob")
+def _hash_of(blob_id, blobs=Blob.__table__):
+    """The hash of the blob `blob_id` names, as a column of the row holding `blob_id`. The CASE names
+    that row's table outside the subquery too, so a SELECT of this column alone reads from that
+    table (a bare correlated subquery would leave its FROM empty and read one arbitrary row)."""
+    found = select(blobs.c.hash).where(blobs.c.id == blob_id).scalar_subquery()
+    return case((blob_id.is_not(None), found))
+
+
 # A pack slice's pack, by hash: what readers cache packs by (app/blobs.py), whatever the database.
-Blob.pack = column_property(
-    select(_pack_blob.c.hash).where(_pack_blob.c.id == Blob.pack_id).scalar_subquery()
-)
+Blob.pack = column_property(_hash_of(Blob.pack_id, Blob.__table__.alias("pack_blob")))
+
+
+def add_postgresql_options() -> None:
+    """PostgreSQL's part of the schema (the partial index's condition), added when a PostgreSQL engine
+    is made: naming it in the model would load that dialect on every import (~50 ms of each CLI
+    command, SQLite ones included)."""
+    for index in Blob.__table__.indexes:
+        if index.name == "ix_blobs_to_recompress":
+            index.dialect_kwargs["postgresql_where"] = text(_RECOMPRESS_PENDING)
 
 
 class LineIndex(Base):
@@ -244,9 +261,7 @@ class Snapshot(Base):
     line_count: Mapped[int] = mapped_column(Integer)
     blob_id: Mapped[int] = mapped_column(ForeignKey("blobs.id"), index=True)
     # The body's hash, read with the row (an indexed lookup by id); SQL filters use `blob_id`.
-    blob: Mapped[str] = column_property(
-        select(Blob.hash).where(Blob.id == blob_id).correlate_except(Blob).scalar_subquery()
-    )
+    blob: Mapped[str] = column_property(_hash_of(blob_id))
     # The banner line as printed and what it says, interned: a few hundred distinct banners serve
     # thousands of snapshots. Loaded with the snapshot (one join): pages read its pass fields.
     banner_pk: Mapped[int] = mapped_column(ForeignKey("banners.pk"))
