@@ -31,7 +31,8 @@ OPTION_SETS = {"default": diff.DiffOptions(), "ssa+alias": diff.DiffOptions(ssa=
 def adjacent_pairs(db_path: Path) -> list[tuple[str, str]]:
     with sqlite3.connect(db_path) as con:
         rows = con.execute(
-            'select compilation_pk, "index", blob from snapshots order by compilation_pk, "index"'
+            'select s.compilation_pk, s."index", b.hash from snapshots s join blobs b on b.id = s.blob_id '
+            'order by s.compilation_pk, s."index"'
         ).fetchall()
     # hashes are stored as raw bytes since migration 0010; the app (and OUT) use hex
     rows = [(c, i, b.hex() if isinstance(b, bytes) else b) for c, i, b in rows]

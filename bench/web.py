@@ -95,7 +95,7 @@ class Targets:
 def pick_targets(db_path: Path, per_set: int = 8) -> Targets:
     with sqlite3.connect(db_path) as connection:
         rows = connection.execute(
-            """select c.run_id, c.ordinal, s."index", s.line_count, s.blob, b.kind, s.compilation_pk
+            """select c.run_id, c.ordinal, s."index", s.line_count, s.blob_id, b.kind, s.compilation_pk
                from snapshots s join compilations c on c.pk = s.compilation_pk join banners b on b.pk = s.banner_pk
                order by s.line_count desc"""
         ).fetchall()
