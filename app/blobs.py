@@ -6,10 +6,10 @@ Every blob row is addressed by the sha256 of its raw bytes and has one of four c
 - ``zstdx``: the same, recompressed at a strong level after ingest (app/recompress.py).
 - ``none``: ``data`` is the text itself.
 - ``zpack``: the text is a slice of a *pack*: ``pack_id`` is the pack's row (``Blob.pack`` its hash),
-  ``data`` is ``b"<offset>"`` (ASCII
-  digits; ``b"<pack hash>:<offset>"`` before migration 0010) and the text is ``size`` bytes at
-  ``offset`` in the pack blob's raw bytes. A pack is itself an ordinary ``zstd`` blob
-  (addressed by the sha256 of its raw bytes) holding several new texts of one ingest back to back.
+  ``data`` is ``b"<offset>"`` (ASCII digits; ``b"<pack hash>:<offset>"`` before migration 0010) and
+  the text is ``size`` bytes at ``offset`` in the pack blob's raw bytes. A pack is itself an ordinary
+  ``zstd`` blob (addressed by the sha256 of its raw bytes) holding several new texts of one ingest
+  back to back.
 
 Packs are how storage stays small: consecutive pass snapshots are near copies of each other, and one
 zstd frame over a few megabytes of them stores each repeat as a back-reference. A pack is read with one
@@ -314,6 +314,8 @@ PACKS = _PackCache()
 def blob_row(session: Session, digest: str) -> Blob | None:
     """The blob stored under this hash."""
     return session.scalars(select(Blob).where(Blob.hash == digest)).first()
+
+
 _decompressors = threading.local()  # a ZstdDecompressor is not safe to share between threads
 
 

@@ -67,7 +67,7 @@ def run_blobs(session: Session, run_id: str) -> set[str]:
     """Every blob a run's rows refer to."""
     compilations = select(Compilation.pk).where(Compilation.run_id == run_id)
     queries = (
-        select(Blob.hash).join(Snapshot, Snapshot.blob_id == Blob.id).where(Snapshot.compilation_pk.in_(compilations)),
+        select(Snapshot.blob).where(Snapshot.compilation_pk.in_(compilations)),
         select(Artifact.blob).where(Artifact.compilation_pk.in_(compilations), Artifact.blob.is_not(None)),
         select(Source.blob).where(Source.run_id == run_id),
         select(InputRecord.log_blob).where(InputRecord.run_id == run_id, InputRecord.log_blob.is_not(None)),
@@ -112,12 +112,7 @@ def collect_blobs(session: Session, candidates: Iterable[str]) -> int:
 
 def collect_all_blobs(session: Session) -> int:
     """Delete every blob no row refers to (`irlens gc`: also catches leftovers of interrupted deletes)."""
-    hashes = list(
-        session.scalars(
-            select(Blob.hash).where(*_unreferenced())
-        )
-    )
-    return collect_blobs(session, hashes)
+    return collect_blobs(session, list(session.scalars(select(Blob.hash).where(*_unreferenced()))))
 
 
 def delete_run(db: Database, run_id: str, reason: str = "deleted") -> Deleted | None:

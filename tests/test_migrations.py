@@ -359,7 +359,6 @@ def test_the_recompression_index_is_partial_both_ways_and_the_models_load_no_pos
         finally:
             engine.dispose()
     # PostgreSQL's dialect is loaded by a PostgreSQL engine only (~50 ms of every CLI command otherwise).
-    loaded = subprocess.run([sys.executable, "-c", "import sys, app.db, app.ingest; "
-                             "print('sqlalchemy.dialects.postgresql' in sys.modules)"],
-                            capture_output=True, text=True, check=True)
+    probe = "import sys, app.db, app.ingest; print('sqlalchemy.dialects.postgresql' in sys.modules)"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "False"
