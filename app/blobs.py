@@ -33,13 +33,14 @@ import zstandard
 from sqlalchemy import Table, TypeDecorator, insert, select
 from sqlalchemy.orm import Session
 
-from app.models import Blob, to_db_hash
+from app.models import Blob, HexHash
 
 PACK_BYTES = 4 << 20  # raw bytes per pack: bigger compresses a little better, reads a little slower
 PACK_COUNT = 2000  # most texts per pack (and per existence query)
 MAX_IN_FLIGHT = 2  # packs being compressed at once: bounds the memory an ingest holds
 CODEC_ZSTD = "zstd"
 CODEC_PACKED = "zpack"
+_HASH = HexHash()  # how a hash given for a blob id column is bound (the INSERT looks its id up)
 CODEC_STRONG = "zstdx"  # a zstd frame recompressed at a strong level after ingest (app/recompress.py)
 ZSTD_CODECS = (CODEC_ZSTD, CODEC_STRONG)
 
@@ -83,9 +84,9 @@ def insert_rows(session: Session, table: Table, columns: tuple[str, ...], rows: 
         defaults = tuple(c.default.arg for c in missing)
         rows = [row + defaults for row in rows]
     for i, name in enumerate(columns):  # the driver sees no SQLAlchemy type: hashes as bytes, etc.
-        column_type = table.c[name].type
-        if name in blob_ids or isinstance(column_type, TypeDecorator):
-            convert = to_db_hash if name in blob_ids else column_type.process_bind_param
+        column_type = _HASH if name in blob_ids else table.c[name].type
+        if isinstance(column_type, TypeDecorator):
+            convert = column_type.process_bind_param
             rows = [(*row[:i], convert(row[i], dialect), *row[i + 1:]) for row in rows]
     quote = dialect.identifier_preparer.quote
     style = dialect.paramstyle

@@ -65,7 +65,9 @@ class Ingest:
         self.state = IngestState(session, self.blobs, self.run, op_index=OpIndex(terms))
         self.limits = limits or Limits()
         self.progress = progress or (lambda name, count: None)
-        self.prescan = prescan  # this ingest's plain logs, already being scanned by a helper process
+        # This ingest's plain logs, already being scanned by a helper process: stopped when the ingest
+        # ends (its starter closes it too, in case the ingest never ran).
+        self.prescan = prescan
         self.logs = LogReader(self.state, lambda: self.state.bytes_read, prescan)
         self.cache_files = CacheFiles(self.state, disassembler)
         self.traces = TraceCollector(self.blobs, self.state.problem)

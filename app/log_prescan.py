@@ -28,14 +28,14 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import struct
 import subprocess
 import sys
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Iterator
-from pathlib import Path
 from typing import BinaryIO
+
+from app.helper_process import read_frame, start_helper, write_frame
 
 __all__ = ["LogPrescan", "upload_path"]
 
@@ -47,9 +47,6 @@ BATCH_RECORDS = 512
 RECENT_BODIES = 64  # new bodies either side keeps for references (both drop the oldest first)
 MAX_HEADERS = 8192  # banners the helper numbers before it starts over (and sends them again)
 READ_BYTES = 8 << 20
-_LENGTH = struct.Struct("<Q")
-_PIPE_BYTES = 1 << 20
-_APP_ROOT = str(Path(__file__).resolve().parent.parent)  # so the helper imports this same `app`
 
 # A batch's items. NEW: (NEW, header number, header or None, body, sha256, terms or None, line, damage,
 # truncated, line_count). SAME: (SAME, header number, header or None, body number, line, damage, truncated,
@@ -96,24 +93,11 @@ class LogPrescan:
         total = sum(size for _, size in files)
         if not files or total < min_bytes:
             return None
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, (_APP_ROOT, env.get("PYTHONPATH"))))
         names = [path for path, _ in files]
         terms = ["--terms"] if total <= TERMS_BYTES else []
-        try:
-            process = subprocess.Popen(
-                [*(command or [sys.executable, "-m", "app.log_prescan"]), *terms, *names],
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env, close_fds=True,
-            )
-        except (OSError, ValueError, subprocess.SubprocessError):
-            return None
-        try:
-            import fcntl
-
-            fcntl.fcntl(process.stdout.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), _PIPE_BYTES)
-        except (ImportError, OSError):
-            pass  # a smaller pipe only means more reads
-        return cls(names, process, finds_terms=bool(terms))
+        process = start_helper([*(command or [sys.executable, "-m", "app.log_prescan"]), *terms, *names],
+                               stdin=subprocess.DEVNULL, widen="stdout")
+        return None if process is None else cls(names, process, finds_terms=bool(terms))
 
     # -- the ingest's side -----------------------------------------------------------------
     def records(self, path: str | None, stream: BinaryIO) -> Iterator[Record] | None:
@@ -200,14 +184,7 @@ class LogPrescan:
     def _read(self) -> None:
         stdout = self.process.stdout
         try:
-            while True:
-                head = stdout.read(_LENGTH.size)
-                if len(head) < _LENGTH.size:
-                    break
-                (size,) = _LENGTH.unpack(head)
-                payload = stdout.read(size)
-                if len(payload) < size:
-                    break
+            while (payload := read_frame(stdout)) is not None:
                 with self._room:
                     while self._buffered > BUFFER_BYTES and not self._ended:
                         self._room.wait()
@@ -328,9 +305,7 @@ class _Sender:
         return (NEW, number, header, dump.body, hashlib.sha256(dump.body).hexdigest(), terms, *tail)
 
     def send(self, message: tuple) -> None:
-        payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        self.out.write(_LENGTH.pack(len(payload)))
-        self.out.write(payload)
+        write_frame(self.out, pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 class _Counted:

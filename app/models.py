@@ -100,7 +100,7 @@ STAGE_NAMES = ("ttir", "ttgir", "llvm-dialect", "llvm-ir", "mlir")
 SCOPE_KIND_NAMES = ("module", "function", "loop", "region", "machine", "op")
 
 
-def to_db_hash(value: str | None, dialect=None) -> bytes | None:
+def to_db_hash(value: str | None) -> bytes | None:
     """A hex hash as stored; text that is not hex (a mistyped URL) becomes bytes no hash equals."""
     if value is None or isinstance(value, bytes):
         return value

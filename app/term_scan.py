@@ -23,9 +23,9 @@ import sys
 import threading
 from array import array
 from collections import deque
-from pathlib import Path
 from queue import SimpleQueue
 
+from app.helper_process import read_frame, start_helper, write_frame
 from app.op_terms import blob_terms
 
 __all__ = ["TermScanner"]
@@ -34,10 +34,7 @@ BATCH_BYTES = 1 << 20
 BATCH_COUNT = 2000  # most texts per batch
 MAX_IN_FLIGHT = 2  # batches sent and not yet answered: their texts stay alive here until then
 _HEAD = struct.Struct("<QQ")  # a batch: text count, total bytes; then the lengths, then the texts
-_ANSWER = struct.Struct("<Q")  # an answer: the pickle's length, then a pickled list of term sets
 _IOV = 512  # buffers per writev call (the system allows 1,024)
-_PIPE_BYTES = 1 << 20  # asked for the pipe to the helper (Linux allows 1 MB unprivileged)
-_APP_ROOT = str(Path(__file__).resolve().parent.parent)  # so the helper imports this same `app`
 
 Batch = list[tuple[str, bytes]]
 
@@ -114,21 +111,10 @@ class TermScanner:
 
     def _start(self) -> None:
         self._tried = True
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, (_APP_ROOT, env.get("PYTHONPATH"))))
-        try:
-            self._process = subprocess.Popen(
-                self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True
-            )
-        except (OSError, ValueError, subprocess.SubprocessError):
+        self._process = start_helper(self.command, stdin=subprocess.PIPE, widen="stdin")
+        if self._process is None:
             self._broken = True
             return
-        try:
-            import fcntl
-
-            fcntl.fcntl(self._process.stdin.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), _PIPE_BYTES)
-        except (ImportError, OSError):
-            pass  # a smaller pipe only means more writes
         for target, name in ((self._feed, "irlens-terms-feed"), (self._collect, "irlens-terms-collect")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
@@ -175,15 +161,8 @@ class TermScanner:
     def _collect(self) -> None:
         stdout = self._process.stdout
         try:
-            while True:
-                head = stdout.read(_ANSWER.size)
-                if len(head) < _ANSWER.size:
-                    break
-                (size,) = _ANSWER.unpack(head)
-                payload = stdout.read(size)
-                if len(payload) < size:
-                    break
-                answers = pickle.loads(payload)  # our own helper's output
+            while (payload := read_frame(stdout)) is not None:
+                answers = pickle.loads(payload)  # our own helper's output: a list of term sets
                 with self._lock:
                     if not self._unanswered or len(answers) != len(self._unanswered[0]):
                         break
@@ -234,8 +213,7 @@ def _read_batches(stdin) -> None:
             terms = blob_terms(data[offset:offset + length])
             answers.append(sets.setdefault(terms, terms))
             offset += length
-        payload = pickle.dumps(answers, protocol=pickle.HIGHEST_PROTOCOL)
-        stdout.write(_ANSWER.pack(len(payload)) + payload)
+        write_frame(stdout, pickle.dumps(answers, protocol=pickle.HIGHEST_PROTOCOL))
         stdout.flush()
 
 
