@@ -47,7 +47,14 @@ from pygments.token import STANDARD_TYPES, Comment, Name, Text, Whitespace, _Tok
 
 from app.blobs import BlobReader
 from app.highlight import lexer_for
-from app.highlight.hwops import GROUPS, classify_line, classify_ptx_line, count_groups, count_ptx, text_target
+from app.highlight.hwops import (
+    GROUPS,
+    classify_lines,
+    classify_ptx_line,
+    count_groups,
+    count_ptx,
+    text_target,
+)
 from app.highlight.layouts import Layout, explain_encoding, find_layouts, read_encoding
 from parsers import sass
 from parsers.loc import KINDS as LOC_KINDS
@@ -673,30 +680,24 @@ def _analyse(key: tuple, text: str, kind: str, debug_context: str | None = None)
                 _encoding_key(raw_lines[index], position - line_start, decorations, create=True)
 
     op_lines = dict.fromkeys((group.key for group in GROUPS), 0)
-    by_source: dict[tuple[str, int], list[int]] = {}
-    located: list[LineLocs | None] = []
-    line_groups: list[tuple[str, ...]] = []
-    loc_lines = 0
     empty: tuple[str, ...] = ()
-    target = text_target(text) if kind == "mlir" else None  # descriptor ops' group (TMA, TDM)
     if kind == "ptx":
-        classify = lambda raw, _target: classify_ptx_line(raw)
+        line_groups = [tuple(classify_ptx_line(raw)) if raw else empty for raw in raw_lines]
     elif kind == "sass":
-        classify = lambda raw, _target: sass.classify_line(raw)
-    else:
-        classify = classify_line
-    for index, raw in enumerate(raw_lines):
-        groups = tuple(classify(raw, target)) if raw else empty
+        line_groups = [tuple(sass.classify_line(raw)) if raw else empty for raw in raw_lines]
+    else:  # descriptor ops' group (TMA, TDM) follows the module's target
+        line_groups = classify_lines(text, len(raw_lines), text_target(text) if kind == "mlir" else None)
+    for groups in filter(None, line_groups):
         for group in groups:
             op_lines[group] += 1
-        line_groups.append(groups or empty)
-        primary = primaries[index]
-        if primary is None:
-            located.append(None)
-            continue
-        loc_lines += 1
-        by_source.setdefault((primary.file, primary.line), []).append(index + 1)
-        located.append(line_locs[index])
+    by_source: dict[tuple[str, int], list[int]] = {}
+    located: list[LineLocs | None] = [None] * len(raw_lines)
+    loc_lines = 0
+    for index, primary in enumerate(primaries):
+        if primary is not None:
+            by_source.setdefault((primary.file, primary.line), []).append(index + 1)
+            located[index] = line_locs[index]
+            loc_lines += 1
 
     if kind == "mlir":
         loc_tokens = text.count("loc(") + text.count("loc  (")

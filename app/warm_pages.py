@@ -20,28 +20,33 @@ from app.models import Banner, Compilation, Run, Snapshot
 
 log = logging.getLogger("irlens")
 MIN_LINES = 20  # the smallest page of a kind that has this many lines: enough to reach every step
+RUNS_TRIED = 20
 
 
 def warm_paths(app: FastAPI) -> list[str]:
-    """A small snapshot page of each kind in the newest run, with one line window of it. Only the
-    newest run is read: a team database's million snapshots must not delay a server's start."""
+    """A small snapshot page of each kind in the newest run that has any, with one line window of
+    each. The newest run may hold none (a cache folder without IR, a timing log), so up to RUNS_TRIED
+    runs are looked at, newest first; no more: a team database's million snapshots must not delay a
+    server's start."""
     urls = app.state.urls
     with app.state.db.session() as session:
-        newest = session.scalar(select(Run.id).order_by(Run.created_at.desc()).limit(1))
-        if newest is None:
+        for run_id in session.scalars(select(Run.id).order_by(Run.created_at.desc()).limit(RUNS_TRIED)):
+            rows = session.execute(
+                select(Banner.kind, Snapshot.line_count, Compilation.ordinal, Snapshot.index)
+                .join(Compilation, Snapshot.compilation_pk == Compilation.pk)
+                .join(Banner, Snapshot.banner_pk == Banner.pk)
+                .where(Compilation.run_id == run_id, Snapshot.line_count >= MIN_LINES)
+            ).all()
+            if rows:
+                break
+        else:
             return []
-        rows = session.execute(
-            select(Banner.kind, Snapshot.line_count, Compilation.ordinal, Snapshot.index)
-            .join(Compilation, Snapshot.compilation_pk == Compilation.pk)
-            .join(Banner, Snapshot.banner_pk == Banner.pk)
-            .where(Compilation.run_id == newest, Snapshot.line_count >= MIN_LINES)
-        ).all()
     smallest: dict[str, tuple] = {}
     for kind, lines, ordinal, index in rows:
         smallest[kind] = min(smallest.get(kind, (lines, ordinal, index)), (lines, ordinal, index))
     paths = []
     for _lines, ordinal, index in smallest.values():
-        page = urls.snapshot(newest, ordinal, index)
+        page = urls.snapshot(run_id, ordinal, index)
         paths += [page, f"{page}/lines?start=0&count=10"]
     return paths
 

@@ -138,6 +138,9 @@ def _line_locs(value: _Resolved) -> LineLocs:
     return LineLocs(list(value[0]), value[1], value[2])
 
 
+_NO_LOCS = LineLocs([], None, None)  # shared by every line without a location: read, never changed
+
+
 # A new dump inside one text (a whole log): alias and metadata tables restart there.
 _DUMP_HEADER = re.compile(r"//\s*-----//.*IR Dump|[;#]?\s*\*\*\* IR Dump")
 
@@ -277,6 +280,7 @@ class _MlirLocations:
     def __init__(self, alias_defs: dict[str, tuple[str, int]]) -> None:
         self._alias_defs = alias_defs  # alias -> (line text, index just after "loc(")
         self._alias_cache: dict[str, _Resolved] = {}
+        self._alias_bodies: dict[str, _Resolved] = {}  # "#loc12" -> its value: lines end with few
         self._in_progress: set[str] = set()
 
     def alias(self, alias: str) -> _Resolved:
@@ -399,14 +403,14 @@ class _MlirLocations:
         # Fast path: the line ends with its op's "loc(#alias)".
         if line.endswith(")"):
             start = line.rfind("loc(")
-            if start >= 0:
+            if start >= 0 and (start == 0 or line[start - 1] in " \t"):
                 body = line[start + 4 : -1]
-                if (
-                    body[:1] == "#"
-                    and _ALIAS_NAME.fullmatch(body)
-                    and (start == 0 or line[start - 1] in " \t")
-                ):
-                    return self.alias(body)
+                known = self._alias_bodies.get(body)
+                if known is not None:
+                    return known
+                if body[:1] == "#" and _ALIAS_NAME.fullmatch(body):
+                    value = self._alias_bodies[body] = self.alias(body)
+                    return value
         last_top: _Resolved | None = None
         last_any: _Resolved | None = None
         depth = 0
@@ -446,13 +450,22 @@ def _resolve_mlir(lines: list[str]) -> list[LineLocs]:
                     alias_defs.setdefault(match.group(1), (line, match.end()))
                     definition_lines.add(index)
         locations = _MlirLocations(alias_defs)
+        # Lines with the same location share one LineLocs (nothing changes them after this):
+        # by the value's id, the value kept alive beside it so that no id is reused.
+        shared: dict[int, tuple[_Resolved, LineLocs]] = {}
         for index in range(start, end):
             line = lines[index]
             if index in definition_lines or "loc(" not in line:
-                result.append(LineLocs([], None, None))
+                result.append(_NO_LOCS)
                 continue
             value = locations.line_value(line)
-            result.append(_line_locs(value) if value is not None else LineLocs([], None, None))
+            if value is None:
+                result.append(_NO_LOCS)
+                continue
+            made = shared.get(id(value))
+            if made is None:
+                made = shared[id(value)] = (value, _line_locs(value))
+            result.append(made[1])
     return result
 
 

@@ -16,6 +16,7 @@ import pytest
 from app import render
 from app.highlight.hwops import (
     classify_line,
+    classify_lines,
     classify_ptx_line,
     count_groups,
     count_ptx,
@@ -134,6 +135,22 @@ def test_the_bytes_path_finds_the_groups_the_text_path_finds():
     assert inline_asm_groups(LLVM_DIALECT) and inline_asm_groups(LLIR_CALLS)  # the fixtures hold PTX
     for text in texts:
         assert inline_asm_groups_ascii(text.encode("ascii")) == inline_asm_groups(text)
+
+
+def test_whole_text_classification_equals_the_per_line_one():
+    """render's analysis classifies a text's lines in a few whole-text scans (classify_lines); each
+    line's groups must be what classify_line gives it, for every target, on real texts with inline
+    assembly, descriptors and locations, cut at arbitrary points, and with a descriptor type or an
+    assembly call glued to the previous line."""
+    logs = [FIXTURES / name for name in ("sm90_add_kernel_dump.log.gz", "llvm_banners_sm90_triton39.log.gz")]
+    texts = [LLVM_DIALECT, LLIR_CALLS, GFX942_TTIR, *(gzip.decompress(path.read_bytes()).decode() for path in logs)]
+    texts += [text[len(text) // 3 : -len(text) // 3] for text in texts]
+    texts += [GFX942_TTIR.replace("\n", " ", 7), LLIR_CALLS.replace("\n  ", " asm ", 9)]
+    for text in texts:
+        lines = text.split("\n")
+        for target in (None, "cuda:90", "hip:gfx1250", "hip:gfx942"):
+            assert classify_lines(text, len(lines), target) == [tuple(classify_line(line, target)) for line in lines]
+    assert classify_lines("", 0) == [] and classify_lines("tt.dot\n", 1) == [("mma",)]
 
 
 def test_a_string_that_merely_mentions_an_instruction_is_not_counted():

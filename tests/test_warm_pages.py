@@ -44,6 +44,26 @@ def test_warm_up_renders_a_page_and_a_window_of_each_kind(tmp_path):
         app.state.db.dispose()
 
 
+def test_a_newest_run_without_ir_does_not_stop_the_warm_up(tmp_path):
+    """The newest upload may hold no IR (here a bare Python file): the warm-up looks at older runs."""
+    url = fresh_db_url(tmp_path)
+    database = Database(url)
+    try:
+        run = ingest_paths(database, [FIXTURES / "sm90_add_kernel_dump.log.gz"])
+        source = tmp_path / "kernel.py"
+        source.write_text("import triton\n")
+        newest = ingest_paths(database, [source])
+    finally:
+        database.dispose()
+    app = create_app(Settings(db_url=url, load_demo=False, data_dir=tmp_path), background=False)
+    try:
+        paths = warm_paths(app)
+        assert paths and all(path.startswith(f"/runs/{run['run']}/c/") for path in paths)
+        assert newest["run"] != run["run"]
+    finally:
+        app.state.db.dispose()
+
+
 def test_an_empty_database_warms_nothing(tmp_path):
     app = create_app(Settings(db_url=fresh_db_url(tmp_path), load_demo=False, data_dir=tmp_path), background=False)
     try:

@@ -19,6 +19,7 @@ on TDM on AMD gfx1250, and as plain loads elsewhere. Their group follows the mod
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -27,6 +28,7 @@ __all__ = [
     "GROUPS_BY_KEY",
     "Group",
     "classify_line",
+    "classify_lines",
     "classify_ptx_line",
     "count_groups",
     "count_ptx",
@@ -409,6 +411,66 @@ def classify_line(line: str, target: str | None = None) -> list[str]:
         keys.discard("descriptor")
         keys.add(descriptor_group(target))
     return sorted(keys, key=_ORDER.__getitem__)
+
+
+def classify_lines(text: str, line_count: int, target: str | None = None) -> list[tuple[str, ...]]:
+    """:func:`classify_line` of each of the first ``line_count`` lines of ``text.split("\\n")``, found
+    by a few scans of the whole text instead of three searches per line (a 21,000-line module: 34 ms
+    down to a few). Every pattern stays within one line, so each match belongs to the line it
+    starts on; the result equals the per-line one (tests/test_hwops_targets.py)."""
+    keys_of: dict[int, set[str]] = {}
+    line, last = 0, 0
+
+    def line_at(position: int) -> int:
+        nonlocal line, last  # positions come in increasing order within one scan
+        if position < last:
+            line, last = 0, 0
+        line += text.count("\n", last, position)
+        last = position
+        return line
+
+    first = _LINE_OP.match(text)
+    if first is not None and first.lastgroup:
+        keys_of.setdefault(0, set()).add(first.lastgroup)
+    for match in _NEXT_LINE_OP.finditer(text):
+        if match.lastgroup:
+            keys_of.setdefault(line_at(match.start() + 1), set()).add(match.lastgroup)
+    line, last = 0, 0
+    for pattern, key in ((_DESCRIPTOR_TYPE, "descriptor"), (_NVIDIA_DESCRIPTOR_TYPE, "tma")):
+        if "tensordesc" not in text:  # one fast search rules out both patterns
+            break
+        for match in pattern.finditer(text):
+            keys_of.setdefault(line_at(match.start()), set()).add(key)
+        line, last = 0, 0
+    for number, line_text in _lines_with_asm(text):
+        for asm in _asm_strings(line_text):
+            keys_of.setdefault(number, set()).update(match.lastgroup for match in _PTX_INSN.finditer(asm))
+    empty: tuple[str, ...] = ()
+    result = [empty] * line_count
+    descriptor = descriptor_group(target)
+    for number, keys in keys_of.items():
+        if number >= line_count or not keys:
+            continue
+        if "descriptor" in keys:
+            keys.discard("descriptor")
+            keys.add(descriptor)
+        result[number] = tuple(sorted(keys, key=_ORDER.__getitem__))
+    return result
+
+
+def _lines_with_asm(text: str) -> Iterator[tuple[int, str]]:
+    """(0-based number, text) of each line holding "asm", in order."""
+    line, last = 0, 0
+    found = text.find("asm")
+    while found >= 0:
+        start = text.rfind("\n", 0, found) + 1
+        line += text.count("\n", last, start)
+        last = start
+        end = text.find("\n", found)
+        yield line, text[start:] if end < 0 else text[start:end]
+        if end < 0:
+            return
+        found = text.find("asm", end)
 
 
 def count_groups(text: str, target: str | None = None) -> dict[str, int]:
