@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> dict:
         print("bench: browser ...", file=sys.stderr, flush=True)
         try:
             results["browser"] = web.measure_browser(
-                corpus_db, targets.largest, repeats=1 if args.quick else 3, first_visits=1 if args.quick else 3
+                corpus_db, targets.largest, repeats=1 if args.quick else 3, first_visits=1 if args.quick else 5
             )
         except Exception as error:  # noqa: BLE001 - a browser problem should not lose the other figures
             results["browser"] = {"skipped": f"failed: {type(error).__name__}: {str(error)[:200]}"}

@@ -393,7 +393,7 @@ _PAINT_JS = """() => {
 }"""
 
 
-def measure_browser(db_path: Path, path: str, repeats: int = 3, first_visits: int = 3) -> dict:
+def measure_browser(db_path: Path, path: str, repeats: int = 3, first_visits: int = 5) -> dict:
     """Seconds from navigation start until the largest snapshot's first lines are on screen, and until
     a scroll to 60% of the page lands on a painted IR line. First visits: each in a fresh server, which
     renders the page cold; one sample moves by ±0.1 s between runs, so `first_visits` of them are
