@@ -180,11 +180,26 @@ def _token_lines(text: str, lexer: Lexer) -> list[list[tuple[_TokenType, str]]]:
     return lines
 
 
+# Token classes no stylesheet colours (plain names, white space): written as bare text. Each span
+# is an element the browser styles and lays out; a Python pane's names were a third of its spans.
+_UNSTYLED = frozenset({"", "n", "w"})
+
+
 def _plain_tokens_html(tokens: list[tuple[_TokenType, str]]) -> str:
+    """Tokens as HTML, one span per run of tokens of the same styled class."""
     parts = []
+    run_css, run = "", ""
     for token_type, value in tokens:
         css = _css_class(token_type)
-        parts.append(f'<span class="{css}">{_escape(value)}</span>' if css else _escape(value))
+        if css in _UNSTYLED:
+            css = ""
+        if css != run_css:
+            if run:
+                parts.append(f'<span class="{run_css}">{_escape(run)}</span>' if run_css else _escape(run))
+            run_css, run = css, ""
+        run += value
+    if run:
+        parts.append(f'<span class="{run_css}">{_escape(run)}</span>' if run_css else _escape(run))
     return "".join(parts)
 
 
