@@ -61,6 +61,7 @@ from parsers.loc import KINDS as LOC_KINDS
 from parsers.loc import LineLocs, SourceLoc, resolve
 
 __all__ = [
+    "FIRST_LINES",
     "LARGE_SNAPSHOT_LINES",
     "PAGE_LINES",
     "PALETTE_SIZE",
@@ -86,11 +87,12 @@ __all__ = [
 ]
 
 # Bump when the markup changes: it is part of every ETag.
-RENDER_VERSION = "4"
+RENDER_VERSION = "5"
 PALETTE_SIZE = 12  # --hl-1 .. --hl-12 in static/app.css
 LARGE_SNAPSHOT_LINES = 5000  # above this, lines are grouped in chunks painted lazily
 CHUNK_LINES = 250
-PAGE_LINES = 200  # a page shows this many lines at first; the rest load as it scrolls
+PAGE_LINES = 200  # lines per part a long text loads as it scrolls (and per cached page of markup)
+FIRST_LINES = 100  # a text longer than PAGE_LINES opens with this many: two screens, half the first part's work
 # Lexers that return to their root state at every newline, so a page of lines lexes on its own
 # (tests/test_highlight.py checks MLIR's; page-by-page renders of every corpus text of these kinds
 # equal whole-text ones). The AMDGCN lexer is not: its texts are lexed whole, then cut into pages.

@@ -128,7 +128,7 @@
     const observer = "IntersectionObserver" in window && irData
       ? new IntersectionObserver(function (entries) {
           entries.forEach(function (entry) { if (entry.isIntersecting) loadPart(entry.target).catch(function () {}); });
-        }, { root: irPane, rootMargin: "3000px 0px" })
+        }, { root: irPane, rootMargin: "1500px 0px" })
       : null;
     if (observer) pendingParts().forEach(function (placeholder) { observer.observe(placeholder); });
 

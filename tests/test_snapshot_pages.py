@@ -20,6 +20,7 @@ from tests.conftest import FIXTURES, corpus_archive, fresh_db_url, ingest_paths
 
 SNAPSHOT_KEYS = {"index", "pass", "pass_arg", "kind", "scope", "changed", "id", "url", "raw_url"}
 LINE_ID = re.compile(r'<div class="ln[^"]*" id="L(\d+)"')
+PART = re.compile(r'class="part pending" data-start="(\d+)" data-count="(\d+)"')
 
 
 def make_site(tmp_path: Path, paths: list[Path]):
@@ -381,17 +382,21 @@ def largest_snapshot(client: TestClient, run: dict) -> dict:
 
 
 def test_a_long_snapshot_pages_its_lines_and_a_fragment_returns_exactly_those_asked(sm90):
-    from app.render import PAGE_LINES
+    from app.render import FIRST_LINES, PAGE_LINES
 
     client, run = sm90
     snapshot = largest_snapshot(client, run)
     assert snapshot["lines"] > PAGE_LINES + 100
     text_lines = get_json(client, snapshot["url"])["text"].split("\n")
     page = get_html(client, snapshot["url"])
-    assert [int(n) for n in LINE_ID.findall(page)] == list(range(1, PAGE_LINES + 1))
-    first_later = f'{snapshot["url"]}/lines?start={PAGE_LINES}&amp;count={PAGE_LINES}'
+    assert [int(n) for n in LINE_ID.findall(page)] == list(range(1, FIRST_LINES + 1))
+    # the first part reaches the next page of markup; the others are a page each, the last one short
+    first_later = f'{snapshot["url"]}/lines?start={FIRST_LINES}&amp;count={PAGE_LINES - FIRST_LINES}'
     assert f'data-url="{first_later}"' in page and f'href="{first_later}"' in page  # works without JS
-    assert page.count('class="part pending"') == -(-(snapshot["lines"] - PAGE_LINES) // PAGE_LINES)
+    parts = [(int(start), int(count)) for start, count in PART.findall(page)]
+    assert parts[0] == (FIRST_LINES, PAGE_LINES - FIRST_LINES) and parts[1][0] == PAGE_LINES
+    assert all(start % PAGE_LINES == 0 and count == PAGE_LINES for start, count in parts[1:-1])
+    assert parts[-1][0] + parts[-1][1] == snapshot["lines"]
     assert '<script type="application/json" id="ir-data">' in page
     for start, count in ((PAGE_LINES, PAGE_LINES), (PAGE_LINES - 2, 5), (snapshot["lines"] - 3, 100)):
         response = client.get(f"{snapshot['url']}/lines?start={start}&count={count}")

@@ -591,12 +591,16 @@ def _ir_page(
         }
         for group in GROUPS
     ]
-    step = rendered.page_lines
-    shown = rendered.line_count if show_all else min(step, rendered.line_count)
-    pending = [
-        {"start": start, "count": min(step, rendered.line_count - start), "url": lines_url(start, step)}
-        for start in range(shown, rendered.line_count, step)
-    ]
+    step = rendered.page_lines  # a part per page of markup (the whole text where it lexes whole)
+    # a text longer than a part opens with its first FIRST_LINES; a shorter one is sent whole
+    first = render.FIRST_LINES if step == render.PAGE_LINES < rendered.line_count else step
+    shown = rendered.line_count if show_all else min(first, rendered.line_count)
+    pending = []
+    start = shown
+    while start < rendered.line_count:  # the first part up to the next page's start, then one per page
+        count = min((start // step + 1) * step, rendered.line_count) - start
+        pending.append({"start": start, "count": count, "url": lines_url(start, count)})
+        start += count
     # What the layout inspector can draw, aliases expanded: a click on a use opens it at that shape.
     drawn = drawable({alias: layout.definition for alias, layout in rendered.layouts.items()})
     script_data = None
