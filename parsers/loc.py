@@ -280,7 +280,7 @@ class _MlirLocations:
     def __init__(self, alias_defs: dict[str, tuple[str, int]]) -> None:
         self._alias_defs = alias_defs  # alias -> (line text, index just after "loc(")
         self._alias_cache: dict[str, _Resolved] = {}
-        self._alias_bodies: dict[str, _Resolved] = {}  # "#loc12" -> its value: lines end with few
+        self._alias_bodies: dict[str, _Resolved] = {}  # "#loc12" -> its value, for lines ending in it
         self._in_progress: set[str] = set()
 
     def alias(self, alias: str) -> _Resolved:

@@ -593,7 +593,7 @@ def _ir_page(
     ]
     step = rendered.page_lines  # a part per page of markup (the whole text where it lexes whole)
     # a text longer than a part opens with its first FIRST_LINES; a shorter one is sent whole
-    first = render.FIRST_LINES if step == render.PAGE_LINES < rendered.line_count else step
+    first = render.FIRST_LINES if step == render.PAGE_LINES and rendered.line_count > step else step
     shown = rendered.line_count if show_all else min(first, rendered.line_count)
     pending = []
     start = shown
