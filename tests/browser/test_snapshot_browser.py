@@ -179,6 +179,9 @@ def test_a_deep_link_into_a_later_part_of_a_long_snapshot_loads_and_highlights_i
         expect(page.locator(f"#L{target}")).to_have_count(0)  # not loaded yet
         file, number = key.split(":")
         page.locator(f'.src-file[data-file="{file}"] .pl[data-l="{number}"]').dispatch_event("click")
+        # the click scrolls to the line's first IR line once its part is loaded: wait for that, or
+        # that scroll would land after the one below and take the later part out of range again
+        expect(page.locator(".ln.hit").first).to_be_in_viewport()
         page.evaluate(f"document.querySelector('.part[data-start=\"{3 * PAGE_LINES}\"]').scrollIntoView()")
         expect(page.locator(f"#L{target}")).to_have_class(re.compile(r"\bhit\b"))
     assert page_errors == []
