@@ -40,9 +40,9 @@ PACK_COUNT = 2000  # most texts per pack (and per existence query)
 MAX_IN_FLIGHT = 2  # packs being compressed at once: bounds the memory an ingest holds
 CODEC_ZSTD = "zstd"
 CODEC_PACKED = "zpack"
-_HASH = HexHash()  # how a hash given for a blob id column is bound (the INSERT looks its id up)
 CODEC_STRONG = "zstdx"  # a zstd frame recompressed at a strong level after ingest (app/recompress.py)
 ZSTD_CODECS = (CODEC_ZSTD, CODEC_STRONG)
+_HASH = HexHash()  # how a hash given for a blob id column is bound (the INSERT looks its id up)
 
 
 def compression_params() -> zstandard.ZstdCompressionParameters:

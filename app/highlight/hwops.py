@@ -396,28 +396,14 @@ def classify_line(line: str, target: str | None = None) -> list[str]:
     """The group keys of one IR line, in GROUPS order: its op's group, plus the descriptor group
     for a line that carries a tensor descriptor value. Usually zero or one key. Descriptor ops
     go to ``target``'s group (:func:`descriptor_group`)."""
-    keys: set[str] = set()
-    match = _LINE_OP.match(line)
-    if match is not None and match.lastgroup:
-        keys.add(match.lastgroup)
-    if _DESCRIPTOR_TYPE.search(line):
-        keys.add("descriptor")
-    if _NVIDIA_DESCRIPTOR_TYPE.search(line):
-        keys.add("tma")
-    if "asm" in line:
-        for asm in _asm_strings(line):
-            keys.update(match.lastgroup for match in _PTX_INSN.finditer(asm))
-    if "descriptor" in keys:
-        keys.discard("descriptor")
-        keys.add(descriptor_group(target))
-    return sorted(keys, key=_ORDER.__getitem__)
+    return list(classify_lines(line, 1, target)[0])
 
 
 def classify_lines(text: str, line_count: int, target: str | None = None) -> list[tuple[str, ...]]:
     """:func:`classify_line` of each of the first ``line_count`` lines of ``text.split("\\n")``, found
     by a few scans of the whole text instead of three searches per line (a 21,000-line module: 33 ms
     down to 18). Every pattern stays within one line, so each match belongs to the line it starts
-    on; the result equals the per-line one (tests/test_hwops_targets.py)."""
+    on: the result equals classifying each line alone (tests/test_hwops_targets.py)."""
     keys_of: dict[int, set[str]] = {}
     first = _LINE_OP.match(text)
     if first is not None and first.lastgroup:
