@@ -87,7 +87,7 @@ __all__ = [
 ]
 
 # Bump when the markup changes: it is part of every ETag.
-RENDER_VERSION = "5"
+RENDER_VERSION = "6"
 PALETTE_SIZE = 12  # --hl-1 .. --hl-12 in static/app.css
 LARGE_SNAPSHOT_LINES = 5000  # above this, lines are grouped in chunks painted lazily
 CHUNK_LINES = 250

@@ -2,7 +2,8 @@
  *
  * Everything here enhances server-rendered HTML: links, anchors and ?loc=1 style toggles work
  * without it. Markup (see app/render.py): #ir > .ln#L{n}[data-py="F:L"] > a.nr, .gtr, .mk, .code;
- * the Python pane: .src-file[data-file=F][data-path] > .src > .pl[data-l=L].
+ * the Python pane: .src-file[data-file=F][data-path] > .src > .pl[data-l=L], lines outside the
+ * first window inside .pl-defer[data-start, data-count] > template.
  * A long text arrives in parts: the page holds its first lines and one .part.pending[data-start,
  * data-count, data-url] placeholder per later part, fetched when scrolled near (or when a link,
  * a Python line or an op filter needs its lines); #ir-data holds every line's data-py and op groups.
@@ -258,6 +259,31 @@
       pythonSelected = null;
     }
     function pane(file) { return page.querySelector('.src-file[data-file="' + file + '"]'); }
+    /* Python lines outside the window the page laid out wait in templates (app/source_window.py):
+     * filled in when scrolled near, or when a line in them is needed */
+    function fillPython(block) {
+      const template = block.querySelector("template");
+      if (template) block.replaceWith(template.content);
+    }
+    function ensurePython(section, number) {
+      section.querySelectorAll(".pl-defer").forEach(function (block) {
+        const start = Number(block.dataset.start);
+        if (number >= start && number < start + Number(block.dataset.count)) fillPython(block);
+      });
+    }
+    page.querySelectorAll(".src").forEach(function (source) {
+      const blocks = source.querySelectorAll(".pl-defer");
+      if (!blocks.length) return;
+      if (!("IntersectionObserver" in window)) { blocks.forEach(fillPython); return; }
+      const watcher = new IntersectionObserver(function (entries) {
+        entries.forEach(function (entry) {
+          if (!entry.isIntersecting) return;
+          watcher.unobserve(entry.target);
+          fillPython(entry.target);
+        });
+      }, { root: source, rootMargin: "200px 0px" });
+      blocks.forEach(function (block) { watcher.observe(block); });
+    });
     function showTab(file) {
       page.querySelectorAll(".src-file").forEach(function (section) {
         section.hidden = section.dataset.file !== String(file);
@@ -279,6 +305,7 @@
       const section = pane(file);
       if (!section) return null;
       showTab(file);
+      ensurePython(section, Number(number));
       const element = section.querySelector('.pl[data-l="' + number + '"]');
       if (element) {
         element.classList.add("sel");
@@ -341,6 +368,7 @@
       const source = section && section.querySelector(".src");
       if (!source || source.dataset.revealed || section.hidden) return;
       source.dataset.revealed = "1";
+      ensurePython(section, Number(source.dataset.first));
       const first = source.querySelector('.pl[data-l="' + source.dataset.first + '"]');
       if (first) {
         const offset = first.getBoundingClientRect().top - source.getBoundingClientRect().top;

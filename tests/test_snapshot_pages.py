@@ -416,6 +416,42 @@ def test_a_long_snapshot_pages_its_lines_and_a_fragment_returns_exactly_those_as
     assert client.get(f"{snapshot['url']}/lines?start=-1").status_code == 422
 
 
+PY_ROW = re.compile(r'<div class="pl[^"]*" data-l="(\d+)"><span class="nr">\d+</span><span class="cnt">\d*</span>'
+                    r'<span class="code">(.*?)</span></div>')
+DEFERRED = re.compile(r'<div class="pl-defer" data-start="(\d+)" data-count="(\d+)"[^>]*><template>(.*?)</template></div>')
+
+
+def test_a_long_python_file_lays_out_a_window_and_keeps_every_other_line_in_templates(sm90):
+    from app import source_window
+
+    client, run = sm90
+    snapshot = largest_snapshot(client, run)
+    with tarfile.open(corpus_archive("sm90_mix")) as tar:
+        source = tar.extractfile("sm90_mix/src/kernels.py").read().decode()
+    source_lines = source.splitlines()
+    assert len(source_lines) > source_window.WHOLE  # long enough to be windowed
+    page = get_html(client, snapshot["url"])
+    pane = page[page.index('<div class="src" data-first="'):page.index('<form class="map-form"')]
+    first = int(re.search(r'data-first="(\d+)"', pane).group(1))
+    deferred = [(int(start), int(count), rows) for start, count, rows in DEFERRED.findall(pane)]
+    live = [int(n) for n, _ in PY_ROW.findall(DEFERRED.sub("", pane))]
+    # the window holds the first mapped line; each template holds exactly the lines it says
+    assert first in live and live == list(range(live[0], live[-1] + 1))
+    assert len(live) <= source_window.BEFORE + source_window.AFTER
+    for start, count, rows in deferred:
+        assert [int(n) for n, _ in PY_ROW.findall(rows)] == list(range(start, start + count))
+        assert count <= source_window.BLOCK
+    # every line once, in order, with its text (highlighted, escaped)
+    numbers = [int(n) for n, _ in PY_ROW.findall(pane)]
+    assert numbers == list(range(1, len(source_lines) + 1))
+    for number, code in PY_ROW.findall(pane):
+        assert html.unescape(TAGS.sub("", code)) == source_lines[int(number) - 1]
+    # ?all=1 lays out every line, for readers without JavaScript
+    everything = get_html(client, snapshot["url"] + "?all=1")
+    assert "pl-defer" not in everything
+    assert [int(n) for n, _ in PY_ROW.findall(everything)] == numbers
+
+
 def test_a_lines_fragment_is_escaped(hostile):
     client, run = hostile
     snapshot = get_json(client, run["compilations"][0]["url"])["snapshots"][0]

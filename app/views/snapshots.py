@@ -31,6 +31,7 @@ from app.page_cache import cache_response, cached_response
 from app.pass_charts import chart_svgs
 from app.queries import artifact_sort_key, snapshot_dict
 from app.source_map import pass_indexes
+from app.source_window import source_blocks
 from app.urls import Urls, snapshot_id
 from app.web import SessionDep, UrlsDep, immutable_headers, int_param, respond, strip_json, wants_json
 from parsers.loc import match_source
@@ -571,7 +572,7 @@ def _ir_page(
             }
             first = min(mapped) if mapped else 1
             pane["first_line"] = first
-            pane["rows"] = [
+            rows = [
                 (
                     number,
                     Markup(code),  # escaped by the renderer
@@ -579,6 +580,11 @@ def _ir_page(
                     render.line_colour(item["file"], number) if number in mapped else None,
                 )
                 for number, code in enumerate(source.lines, start=1)
+            ]
+            pane["blocks"] = [
+                {"start": block.start, "count": block.end - block.start, "live": block.live,
+                 "rows": rows[block.start - 1:block.end - 1]}
+                for block in source_blocks(len(rows), first, whole=show_all)
             ]
         panes.append(pane)
     groups = [
