@@ -248,9 +248,10 @@ class Snapshot(Base):
     row, shared by every snapshot that printed the same banner (read as `snapshot.pass_name` etc.)."""
 
     __tablename__ = "snapshots"
-    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
-    compilation_pk: Mapped[int] = mapped_column(ForeignKey("compilations.pk", ondelete="CASCADE"))
-    index: Mapped[int] = mapped_column(Integer)  # 0-based within the compilation
+    # Keyed by (compilation, index), the order every page reads them in (SQLite: WITHOUT ROWID, the key
+    # is the table: no rowid column and no second index for that lookup).
+    compilation_pk: Mapped[int] = mapped_column(ForeignKey("compilations.pk", ondelete="CASCADE"), primary_key=True)
+    index: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)  # 0-based within the compilation
     # The unit the body holds where the banner's scope does not name it (a legacy LLVM banner says
     # "[module]" for every dump); None: the banner's scope is the snapshot's.
     unit: Mapped[str | None] = mapped_column(Text)
@@ -272,7 +273,7 @@ class Snapshot(Base):
     base_index: Mapped[int | None] = mapped_column(Integer)
     # JSON list: passes LLVM's pass manager ran since the previous dump without printing one.
     trace: Mapped[str | None] = mapped_column(Text)
-    __table_args__ = (Index("ix_snapshot_compilation_index", "compilation_pk", "index", unique=True),)
+    __table_args__ = ({"sqlite_with_rowid": False},)
 
     @property
     def header(self) -> str:

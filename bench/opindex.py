@@ -58,7 +58,7 @@ def build(db: Database, runs: int, snapshots: int) -> dict:
             Ingest(session, title=archive.name).ingest([archive])
             session.commit()
         templates = list(session.execute(
-            select(Compilation.pk, func.count(Snapshot.pk))
+            select(Compilation.pk, func.count(Snapshot.index))
             .join(Snapshot, Snapshot.compilation_pk == Compilation.pk)
             .group_by(Compilation.pk).order_by(Compilation.pk)
         ))

@@ -148,7 +148,7 @@ def _compare_targets(db_path: Path, per_set: int) -> tuple[list[str], list[tuple
     so each page is cold), and as many other such compilations for the compilation-page baseline."""
     with sqlite3.connect(db_path) as connection:
         rows = connection.execute(
-            """select c.run_id, c.ordinal, c.kernel, count(s.pk) as passes
+            """select c.run_id, c.ordinal, c.kernel, count(*) as passes
                from compilations c join snapshots s on s.compilation_pk = c.pk
                group by c.pk having passes between 60 and 100 order by abs(passes - 80), c.run_id, c.ordinal"""
         ).fetchall()

@@ -157,10 +157,10 @@ def check_data_survived(url: str, tmp_path: Path) -> None:
                 "SELECT p.hash FROM blobs s JOIN blobs p ON p.id = s.pack_id WHERE s.hash = :h"), slice_key)) == bytes.fromhex(PACK)
             # Revision 0013: snapshots name their text by the blob's id.
             assert [bytes(h) for h in connection.scalars(text(
-                "SELECT b.hash FROM snapshots s JOIN blobs b ON b.id = s.blob_id ORDER BY s.pk"))] == [
+                "SELECT b.hash FROM snapshots s JOIN blobs b ON b.id = s.blob_id ORDER BY s.compilation_pk, s.\"index\""))] == [
                 bytes.fromhex(BLOB), bytes.fromhex(SLICE)]
             # ... and store the stage's name as its place in app/models.py's STAGE_NAMES
-            assert connection.scalars(text("SELECT stage FROM snapshots ORDER BY pk")).all() == ["\x01", "\x01"]
+            assert connection.scalars(text('SELECT stage FROM snapshots ORDER BY "index"')).all() == ["\x01", "\x01"]
             # Revision 0010 keeps the slice's offset alone in its data (the pack is in `pack`).
             assert bytes(connection.scalar(text("SELECT data FROM blobs WHERE hash = :h"), slice_key)) == b"5"
         # Runs from before revision 0002 were on everyone's home page: they stay listed.
@@ -170,6 +170,11 @@ def check_data_survived(url: str, tmp_path: Path) -> None:
             assert connection.scalar(text("SELECT name FROM api_tokens")) == "alice"
             indexes = {index["name"] for index in inspect(connection).get_indexes("snapshots")}
             assert "ix_snapshots_blob_id" in indexes
+            # Revision 0014: keyed by (compilation, index), with no second index for that key
+            assert inspect(connection).get_pk_constraint("snapshots")["constrained_columns"] == ["compilation_pk", "index"]
+            assert "ix_snapshot_compilation_index" not in indexes
+            if connection.dialect.name == "sqlite":
+                assert "WITHOUT ROWID" in connection.scalar(text("SELECT sql FROM sqlite_master WHERE name = 'snapshots'"))
         assert differences(client.app.state.db.engine) == []
 
 
@@ -288,8 +293,9 @@ def test_banner_fields_survive_a_downgrade_to_0010_and_back_and_line_indexes_are
     assert any(cache_metadata)
     assert sum(bool(lines) for compilation in before for entry in compilation for lines in entry[1]) > 500
     engine = make_engine(url)
-    fields = ('SELECT s.pk, b.text, b.kind, b."when", b.pass_name, b.pass_arg, b.pass_options, b.failed, '
-              "coalesce(s.unit, b.scope) FROM snapshots s JOIN banners b ON b.pk = s.banner_pk ORDER BY s.pk")
+    order = ' ORDER BY s.compilation_pk, s."index"'
+    fields = ('SELECT s.compilation_pk, s."index", b.text, b.kind, b."when", b.pass_name, b.pass_arg, b.pass_options, '
+              "b.failed, coalesce(s.unit, b.scope) FROM snapshots s JOIN banners b ON b.pk = s.banner_pk" + order)
     try:
         with engine.connect() as connection:
             rows = connection.execute(text(fields)).all()
@@ -297,8 +303,8 @@ def test_banner_fields_survive_a_downgrade_to_0010_and_back_and_line_indexes_are
             command.downgrade(alembic_config(connection), "0010")
         with engine.connect() as connection:
             old = connection.execute(text(
-                'SELECT s.pk, b.text, s.kind, s."when", s.pass_name, s.pass_arg, s.pass_options, s.failed, s.scope '
-                "FROM snapshots s JOIN banners b ON b.pk = s.banner_pk ORDER BY s.pk"
+                'SELECT s.compilation_pk, s."index", b.text, s.kind, s."when", s.pass_name, s.pass_arg, s.pass_options, '
+                "s.failed, s.scope FROM snapshots s JOIN banners b ON b.pk = s.banner_pk" + order
             )).all()
             assert connection.scalar(text("SELECT count(*) FROM line_indexes")) == 0
             stored = connection.scalar(text("SELECT metadata_json FROM compilations WHERE metadata_json IS NOT NULL"))
