@@ -26,8 +26,10 @@ from sqlalchemy import (
     TypeDecorator,
     case,
     false,
+    func,
     select,
     text,
+    type_coerce,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, column_property, mapped_column, relationship
 
@@ -333,10 +335,29 @@ class Artifact(Base):
     pk: Mapped[int] = mapped_column(Integer, primary_key=True)
     compilation_pk: Mapped[int] = mapped_column(ForeignKey("compilations.pk", ondelete="CASCADE"), index=True)
     kind: Mapped[str] = mapped_column(String(16))  # "ttir", "ttgir", "ptx", "json", "cubin", ...
-    path: Mapped[str] = mapped_column(String(1000))
+    # Stored without what the compilation's row repeats (`stored_artifact` makes the values): a file
+    # of its cache folder by its path below it (`in_folder`), and no sha256 beside the same hash in
+    # `blob`. `path` and `sha256` read them whole.
+    stored_path: Mapped[str] = mapped_column("path", String(1000))
+    in_folder: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     size: Mapped[int] = mapped_column(Integer)
-    sha256: Mapped[str] = mapped_column(HexHash)
     blob: Mapped[str | None] = mapped_column(HexHash, ForeignKey("blobs.hash"), index=True)  # None for binaries
+    stored_sha256: Mapped[str | None] = mapped_column("sha256", HexHash)
+    path: Mapped[str] = column_property(case(
+        (in_folder,
+         select(Compilation.cache_key).where(Compilation.pk == compilation_pk).scalar_subquery() + "/" + stored_path),
+        else_=stored_path))
+    sha256: Mapped[str] = column_property(type_coerce(func.coalesce(stored_sha256, blob), HexHash))
+
+
+def stored_artifact(fields: dict, cache_key: str | None) -> dict:
+    """An artifact's values for an INSERT into the `artifacts` table (whose `path` and `sha256` columns
+    hold `Artifact.stored_path` and `Artifact.stored_sha256`), from its whole path and hash."""
+    path, in_folder = fields["path"], False
+    if cache_key and path.startswith(cache_key + "/"):
+        path, in_folder = path[len(cache_key) + 1:], True
+    digest = None if fields.get("blob") == fields["sha256"] else fields["sha256"]
+    return {**fields, "path": path, "in_folder": in_folder, "sha256": digest}
 
 
 class Timing(Base):

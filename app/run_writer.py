@@ -21,6 +21,7 @@ from app.models import (
     Snapshot,
     Source,
     Timing,
+    stored_artifact,
 )
 from app.traces import TraceCollector
 from parsers.compilations import CompilationRecord
@@ -113,7 +114,7 @@ class RunWriter:
                     snapshot_rows = []
             for folder in links.get_all(id(record)):
                 for artifact in folder.files:
-                    artifact_rows.append(dict(compilation_pk=row.pk, **artifact))
+                    artifact_rows.append(stored_artifact(dict(compilation_pk=row.pk, **artifact), row.cache_key))
             for report_index, report in enumerate(timings.get(id(record), [])):
                 for entry in report.entries:
                     timing_rows.append({

@@ -37,6 +37,12 @@ RUN_ID = "0123456789abcdef0123456789abcdef"
 BLOB = "ab" * 32
 PACK = "cd" * 32
 SLICE = "ef" * 32
+CACHE_FOLDER = "up.tar.gz/cache/ABC"
+ARTIFACTS = [
+    (1, "ttir", f"{CACHE_FOLDER}/add_kernel.ttir", BLOB, BLOB),
+    (2, "cubin", f"{CACHE_FOLDER}/add_kernel.cubin", "12" * 32, None),
+    (3, "ptx", "dump/XYZ/add_kernel.ptx", BLOB, BLOB),
+]
 
 
 def differences(engine: Engine) -> list:
@@ -91,11 +97,18 @@ def fill_initial_schema(engine: Engine) -> None:
         )
         connection.execute(
             text(
-                "INSERT INTO compilations (pk, run_id, ordinal, kernel, origin, status, counts, changed) "
-                "VALUES (1, :id, 1, 'add_kernel', 'log', 'ok', '{\"mlir\": 1}', 1)"
+                "INSERT INTO compilations (pk, run_id, ordinal, kernel, origin, status, counts, changed, cache_key) "
+                "VALUES (1, :id, 1, 'add_kernel', 'log', 'ok', '{\"mlir\": 1}', 1, :folder)"
             ),
-            {"id": RUN_ID},
+            {"id": RUN_ID, "folder": CACHE_FOLDER},
         )
+        # a text of the cache folder, a binary beside it, and a file from elsewhere (a kernel dump's)
+        for pk, kind, path, digest, blob in ARTIFACTS:
+            connection.execute(
+                text("INSERT INTO artifacts (pk, compilation_pk, kind, path, size, sha256, blob) "
+                     "VALUES (:pk, 1, :kind, :path, 5, :digest, :blob)"),
+                {"pk": pk, "kind": kind, "path": path, "digest": digest, "blob": blob},
+            )
         connection.execute(
             text(
                 'INSERT INTO snapshots (pk, compilation_pk, "index", kind, "when", pass_name, failed, stage, '
@@ -142,6 +155,9 @@ def check_data_survived(url: str, tmp_path: Path) -> None:
             True,
         )
         assert fields["compilations"][0]["kernel"] == "add_kernel"
+        files = client.get(f"/runs/{RUN_ID}/c/1.json").json()["files"]
+        assert sorted((f["kind"], f["path"], f["sha256"]) for f in files) == sorted(
+            (kind, path, digest) for _, kind, path, digest, _ in ARTIFACTS)
         assert client.get(f"/runs/{RUN_ID}/c/1/s/0/raw").text == "hello"
         # Both snapshots printed the banner "h" but stored other pass names: revision 0011 moves a
         # banner's fields onto its row and gives each distinct set of fields a row of its own.
@@ -161,6 +177,10 @@ def check_data_survived(url: str, tmp_path: Path) -> None:
                 bytes.fromhex(BLOB), bytes.fromhex(SLICE)]
             # ... and store the stage's name as its place in app/models.py's STAGE_NAMES
             assert connection.scalars(text('SELECT stage FROM snapshots ORDER BY "index"')).all() == ["\x01", "\x01"]
+            # Revision 0015: a cache folder's file by its path below the folder, no hash beside `blob`
+            assert connection.execute(text("SELECT path, in_folder, sha256 FROM artifacts ORDER BY pk")).all() == [
+                ("add_kernel.ttir", True, None), ("add_kernel.cubin", True, bytes.fromhex("12" * 32)),
+                ("dump/XYZ/add_kernel.ptx", False, None)]
             # Revision 0010 keeps the slice's offset alone in its data (the pack is in `pack`).
             assert bytes(connection.scalar(text("SELECT data FROM blobs WHERE hash = :h"), slice_key)) == b"5"
         # Runs from before revision 0002 were on everyone's home page: they stay listed.
@@ -243,6 +263,8 @@ def test_db_upgrade_command_and_downgrade_round_trip(tmp_path):
             assert connection.execute(text(
                 'SELECT pass_name, scope FROM snapshots ORDER BY pk')).all() == [("Canonicalizer", None), ("CSE", "tt.func @f")]
             assert bytes(connection.scalar(text("SELECT data FROM blobs WHERE hash = :h"), {"h": SLICE})) == f"{PACK}:5".encode()
+            assert connection.execute(text("SELECT kind, path, sha256, blob FROM artifacts ORDER BY pk")).all() == [
+                (kind, path, digest, blob) for _, kind, path, digest, blob in ARTIFACTS]
     finally:
         engine.dispose()
     check_data_survived(url, tmp_path)
