@@ -11,6 +11,7 @@ from typing import BinaryIO
 from app.ingest_state import IngestError
 
 MAX_SMALL_FILE = 512 << 20  # a single stage file or source larger than this is not read whole
+SKIP_READ = 8 << 20  # what `skip` reads at a time where it cannot seek
 
 
 class PrefixedStream(io.RawIOBase):
@@ -41,6 +42,21 @@ class PrefixedStream(io.RawIOBase):
         data = self.read(len(buffer))
         buffer[: len(data)] = data
         return len(data)
+
+    def skip(self, count: int) -> int:
+        """Move `count` bytes on (fewer at the end) without handing them out: a seek where the file
+        allows it, a read otherwise. Counted as read."""
+        taken = min(count, len(self.head))
+        self.head = self.head[taken:]
+        moved = 0
+        if taken < count and self.rest.seekable():
+            before = self.rest.tell()
+            moved = self.rest.seek(count - taken, io.SEEK_CUR) - before
+        else:
+            while taken + moved < count and (data := self.rest.read(min(count - taken - moved, SKIP_READ))):
+                moved += len(data)
+        self.on_read(taken + moved)
+        return taken + moved
 
 
 def read_small(stream: BinaryIO, path: str) -> bytes:

@@ -235,20 +235,23 @@ def upload_path(stream) -> str | None:
 
 
 class _StreamFollower:
-    """Reads the ingest's stream of a log up to where the helper's records reach."""
+    """Moves the ingest's stream of a log on to where the helper's records reach, so that its byte
+    counts and limits act as if it had read them: by a seek where the stream can (a plain file; the
+    helper read those bytes), by reading them otherwise."""
 
     def __init__(self, stream: BinaryIO) -> None:
         self.stream = stream
         self.position = 0
+        self._skip = getattr(stream, "skip", None)
 
     def read_to(self, offset: int | None) -> None:
         """Up to byte `offset` of the file (None: its end)."""
         while offset is None or self.position < offset:
             size = READ_BYTES if offset is None else min(READ_BYTES, offset - self.position)
-            chunk = self.stream.read(size)
-            if not chunk:
+            moved = self._skip(size) if self._skip is not None else len(self.stream.read(size))
+            if not moved:
                 return
-            self.position += len(chunk)
+            self.position += moved
 
 
 def _scan_here(path: str, stream: BinaryIO, reader: _StreamFollower, skip: int) -> Iterator[Record]:

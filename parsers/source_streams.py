@@ -208,6 +208,28 @@ class MeteredReader(Reader):
                 raise
             raise Corrupt(self._path, describe(err)) from err
 
+    # A plain file can be moved through without reading it: the ingest does so over a log whose
+    # records the log helper (app/log_prescan.py) read itself. Forward only, up to the file's end,
+    # and every byte passed is charged as if it had been read.
+    def seekable(self) -> bool:
+        return self._compressed is None and getattr(self._inner, "seekable", lambda: False)()
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if not self.seekable() or whence not in (io.SEEK_SET, io.SEEK_CUR):
+            raise io.UnsupportedOperation("seek")
+        target = offset if whence == io.SEEK_SET else self._position + offset
+        if target < self._position:
+            raise io.UnsupportedOperation("a metered stream only moves forward")
+        here = self._inner.tell()
+        end = self._inner.seek(0, io.SEEK_END)
+        step = max(0, min(target - self._position, end - here))
+        self._inner.seek(here + step)
+        self._account(step)
+        return self._position
+
     def _account(self, count: int) -> None:
         self._position += count
         if self._position > self._high_water.value:
@@ -344,6 +366,15 @@ class CallerReader(Reader):
         if readinto is None:
             return super().readinto(buffer)
         return self._guarded(readinto, buffer, 0) or 0
+
+    def seekable(self) -> bool:
+        return getattr(self._inner, "seekable", lambda: False)()
+
+    def tell(self) -> int:
+        return self._inner.tell()
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return self._guarded(lambda _: self._inner.seek(offset, whence), None, self._inner.tell())
 
     def _guarded(self, read, argument, empty):
         if self._lease.expired:

@@ -698,3 +698,31 @@ def test_timeout_stops_the_walk_as_bytes_are_read(monkeypatch: pytest.MonkeyPatc
         _read_all([corpus / "sm90_mix.tar.xz"], Limits(timeout_seconds=5))
     files, _ = _read_all([corpus / "sm90_mix.tar.xz"], Limits(timeout_seconds=None))
     assert files
+
+
+def test_skipping_a_plain_file_seeks_and_counts_what_it_passes_like_a_read(tmp_path: Path) -> None:
+    """What the ingest does over a log the log helper read (app/log_prescan.py): the bytes passed are
+    counted and charged as if read, up to the file's end; a gzip stream cannot seek and is read."""
+    from app.file_streams import PrefixedStream
+
+    data = bytes(range(256)) * 4096  # 1 MiB
+    plain = tmp_path / "plain.log"
+    plain.write_bytes(data)
+    packed = tmp_path / "packed.log.gz"
+    packed.write_bytes(gzip.compress(data))
+    for path, seeks in ((plain, True), (packed, False)):
+        counted: list[int] = []
+        for input_file in SourceWalker(Limits(max_total_bytes=(1 << 20) + 10)).walk([path]):
+            with input_file.open() as raw:
+                stream = PrefixedStream(raw.read(100), raw, counted.append)
+                assert stream.read(50) == data[:50]
+                assert stream.skip(1000) == 1000
+                assert stream.read(10) == data[1050:1060]
+                assert raw.seekable() is seeks
+                assert stream.skip(1 << 30) == len(data) - 1060  # to the end, no further
+                assert stream.skip(5) == 0 and stream.read(5) == b""
+        assert sum(counted) == len(data)
+    with pytest.raises(InputLimitExceeded, match="limit"):
+        for input_file in SourceWalker(Limits(max_total_bytes=1 << 19)).walk([plain]):
+            with input_file.open() as raw:
+                PrefixedStream(raw.read(100), raw, lambda count: None).skip(len(data))
