@@ -374,7 +374,8 @@ class CallerReader(Reader):
         return self._inner.tell()
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        return self._guarded(lambda _: self._inner.seek(offset, whence), None, self._inner.tell())
+        moved = self._guarded(lambda _: self._inner.seek(offset, whence), None, None)
+        return self._inner.tell() if moved is None else moved  # a corrupt stream stays where it is
 
     def _guarded(self, read, argument, empty):
         if self._lease.expired:
