@@ -4,8 +4,9 @@ The pane opens scrolled to the first line the IR maps to, so only the lines arou
 first. Laying out every line of the file before the first paint cost the largest corpus snapshot's
 first visit ~180 ms for a 253-line file (bench/NOTES.md, round 7). The page therefore lays out a
 window around that line and sends the others as inert ``<template>`` blocks of the same height,
-which static/snapshot.js fills in when they scroll near or when a line in them is needed.
-Every line is in the document either way: nothing is fetched later.
+which static/snapshot.js fills in when they scroll near, when a line in them is needed, and all
+at once before the browser's find (Ctrl/Cmd+F) or printing. Every line is in the document either
+way: nothing is fetched later.
 """
 
 from __future__ import annotations

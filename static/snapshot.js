@@ -284,6 +284,12 @@
       }, { root: source, rootMargin: "200px 0px" });
       blocks.forEach(function (block) { watcher.observe(block); });
     });
+    /* the browser's find (Ctrl/Cmd+F) and printing see only laid-out lines: lay out all of them first */
+    function fillAllPython() { page.querySelectorAll(".pl-defer").forEach(fillPython); }
+    document.addEventListener("keydown", function (event) {
+      if ((event.ctrlKey || event.metaKey) && !event.altKey && (event.key === "f" || event.key === "F")) fillAllPython();
+    });
+    window.addEventListener("beforeprint", fillAllPython);
     function showTab(file) {
       page.querySelectorAll(".src-file").forEach(function (section) {
         section.hidden = section.dataset.file !== String(file);

@@ -135,6 +135,11 @@ def test_the_python_pane_lays_out_a_window_and_fills_the_rest_as_needed(matmul, 
     selected = pane.locator(f'.pl[data-l="{last}"]')
     expect(selected).to_have_class(re.compile(r"\bsel\b"))
     expect(selected).to_be_in_viewport()
+    # the browser's find sees every line: Ctrl+F lays out what is left first
+    assert pane.locator(".pl-defer").count() > 0
+    page.keyboard.press("Control+f")
+    expect(pane.locator(".pl-defer")).to_have_count(0)
+    expect(pane.locator(".pl")).to_have_count(last)
     assert page_errors == []
 
 
