@@ -197,12 +197,16 @@ def _plain_tokens_html(tokens: list[tuple[_TokenType, str]]) -> str:
             css = ""
         if css != run_css:
             if run:
-                parts.append(f'<span class="{run_css}">{_escape(run)}</span>' if run_css else _escape(run))
+                parts.append(_run_html(run_css, run))
             run_css, run = css, ""
         run += value
     if run:
-        parts.append(f'<span class="{run_css}">{_escape(run)}</span>' if run_css else _escape(run))
+        parts.append(_run_html(run_css, run))
     return "".join(parts)
+
+
+def _run_html(css: str, text: str) -> str:
+    return f'<span class="{css}">{_escape(text)}</span>' if css else _escape(text)
 
 
 def highlight_line(line: str, kind: str) -> str:
