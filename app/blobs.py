@@ -113,7 +113,7 @@ def _blob_ids_looked_up(session: Session, columns: tuple[str, ...], rows: list[t
     for i, name in enumerate(columns):
         if name in blob_ids:
             hashes = {row[i] for row in rows if row[i] is not None}
-            ids = dict(session.execute(select(Blob.hash, Blob.id).where(Blob.hash.in_(hashes))).tuples()) if hashes else {}
+            ids = dict(session.execute(select(Blob.hash, Blob.id).where(Blob.hash.in_(hashes))).all()) if hashes else {}
             rows = [(*row[:i], ids.get(row[i]), *row[i + 1:]) for row in rows]
     return rows
 
@@ -285,7 +285,7 @@ class BlobWriter:
 class _PackCache:
     """Decompressed packs, bounded by bytes and shared by every reader of the process."""
 
-    def __init__(self, capacity_bytes: int = 32 << 20) -> None:
+    def __init__(self, capacity_bytes: int = 64 << 20) -> None:  # four merged packs (app/compaction.py)
         self.capacity_bytes = capacity_bytes
         self.packs: OrderedDict[str, bytes] = OrderedDict()
         self.size = 0
@@ -343,11 +343,16 @@ class BlobReader:
         if blob.codec in ZSTD_CODECS:
             return decompress(blob.data)
         if blob.codec == CODEC_PACKED:
-            pack_hash, offset = blob.pack, bytes(blob.data)
+            pack_hash, offset, blob_pack_id = blob.pack, bytes(blob.data), blob.pack_id
             pack = PACKS.get(pack_hash)
             if pack is None:
                 pack_blob = blob_row(session, pack_hash)
                 if pack_blob is None:
+                    # Compaction (app/compaction.py) may have moved the text since its row was read.
+                    moved = session.scalars(select(Blob).where(Blob.hash == blob.hash)
+                                            .execution_options(populate_existing=True)).first()
+                    if moved is not None and moved.pack_id != blob_pack_id:
+                        return self._raw(session, moved)
                     raise LookupError(f"blob {blob.hash} points into pack {pack_hash}, which is missing")
                 pack = self._raw(session, pack_blob)
                 PACKS.add(pack_hash, pack)

@@ -322,15 +322,15 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
-    from app.recompress import recompress_pending
+    from app.compaction import compact_pending
 
     level = args.level if args.level is not None else _settings(args).recompress_level
     db = _database(args)
     try:
-        done = recompress_pending(db.session, level)
+        done = compact_pending(db.session, level)
     finally:
         db.dispose()
-    print(f"recompressed {done.blobs} stored texts at zstd level {level}: "
+    print(f"compacted {done.blobs} stored frames at zstd level {level}: "
           f"{done.bytes_before:,} -> {done.bytes_after:,} bytes")
     return 0
 
@@ -631,8 +631,8 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("--quiet", action="store_true", help="no progress lines")
     index.set_defaults(handler=cmd_index)
 
-    compact = commands.add_parser("compact", help="recompress stored texts at a strong zstd level now "
-                                  "(the server does it in the background after each ingest)")
+    compact = commands.add_parser("compact", help="merge freshly stored packs and recompress them at a strong zstd "
+                                  "level now (the server does it in the background after each ingest)")
     compact.add_argument("--db", help="database URL")
     compact.add_argument("--level", type=int, help="zstd level (default: the recompress_level setting)")
     compact.set_defaults(handler=cmd_compact)

@@ -7,7 +7,7 @@ server instead indexes each run once it is stored (an upload wakes it; runs inge
 command line, or before this existed, are found on its next round). A map visited before its run
 is indexed computes what it needs on the spot and stores it (line_index.indexes_for).
 
-Each round then recompresses the texts stored since the last one (app/recompress.py).
+Each round then compacts the texts stored since the last one (app/compaction.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import threading
 
 from sqlalchemy import select
 
-from app import adjacent_diffs, line_index, recompress
+from app import adjacent_diffs, compaction, line_index, recompress
 from app.db import Database
 from app.models import Run
 
@@ -84,7 +84,7 @@ async def map_prep_loop(db: Database, idle: float = IDLE_SECONDS, level: int = r
                 if done:
                     log.info("map indexes: %d runs prepared", done)
                 # after the indexes, which a visit waits for
-                squeezed = await run_in_threadpool(recompress.recompress_pending, db.session, level, interrupted)
+                squeezed = await run_in_threadpool(compaction.compact_pending, db.session, level, interrupted)
                 if squeezed.blobs:
                     log.info("recompress: %d texts, %d -> %d bytes", squeezed.blobs, squeezed.bytes_before,
                              squeezed.bytes_after)

@@ -79,7 +79,7 @@ def test_compact_command(db, tmp_path):
     result = subprocess.run([sys.executable, "-m", "app.cli", "compact", "--db", url, "--level", "5"],
                             capture_output=True, text=True, cwd=REPO, check=False, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert f"recompressed {frames} stored texts at zstd level 5" in result.stdout
+    assert f"compacted {frames} stored frames at zstd level 5" in result.stdout
     assert CODEC_ZSTD not in codecs(db)
 
 

@@ -1,0 +1,139 @@
+"""Compaction (app/compaction.py): fresh packs merged, like texts side by side, every text as it was."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from app import blobs, compaction
+from app.blobs import CODEC_PACKED, CODEC_STRONG, CODEC_ZSTD, BlobReader
+from app.compaction import _chunks, _Member, _sort_keys, compact_pending
+from app.models import Blob, Compilation
+from app.retention import collect_all_blobs, delete_run
+from tests.conftest import corpus_archive, ingest_paths
+from tests.test_recompress import codecs, every_text
+
+
+def pack_layout(db) -> dict[int, list[tuple[int, int]]]:
+    """pack id -> [(offset, size)] of its slices, in offset order."""
+    with db.session() as session:
+        packs: dict[int, list[tuple[int, int]]] = {}
+        for pack_id, offset, size in session.execute(
+                select(Blob.pack_id, Blob.data, Blob.size).where(Blob.codec == CODEC_PACKED)):
+            packs.setdefault(pack_id, []).append((int(offset), size))
+        return {pack: sorted(slices) for pack, slices in packs.items()}
+
+
+def test_compaction_merges_fresh_packs_and_keeps_every_text(db):
+    ingest_paths(db, [corpus_archive("sm90_mix")])
+    ingest_paths(db, [corpus_archive("sm90_filter")])
+    before = every_text(db)
+    fresh = len(pack_layout(db))
+    frames = codecs(db)[CODEC_ZSTD]
+
+    done = compact_pending(db.session, level=19)
+
+    assert done.blobs == frames and done.bytes_after < done.bytes_before
+    assert CODEC_ZSTD not in codecs(db)
+    layout = pack_layout(db)
+    assert 0 < len(layout) < fresh  # fewer, larger packs
+    assert codecs(db)[CODEC_STRONG] == frames - (fresh - len(layout))  # the old packs are gone
+    for slices in layout.values():  # each pack's slices tile it, with no gap or overlap
+        assert len(slices) > 1
+        assert [offset for offset, _ in slices] == [0, *(o + s for o, s in slices[:-1])]
+        assert sum(size for _, size in slices) <= compaction.MERGED_BYTES + max(size for _, size in slices)
+    assert every_text(db) == before
+    assert compact_pending(db.session, level=19).blobs == 0  # nothing fresh is left
+
+
+def slices_in_key_order(db) -> bool:
+    """Whether every pack holds its texts in the order compaction sorts them: kernel, stage, pass."""
+    with db.session() as session:
+        rows = session.execute(select(Blob.pack_id, Blob.data, Blob.id).where(Blob.codec == CODEC_PACKED)).all()
+        keys = _sort_keys(session, [blob_id for *_, blob_id in rows])
+    by_pack: dict[int, list[tuple[int, int]]] = {}
+    for pack_id, offset, blob_id in rows:
+        by_pack.setdefault(pack_id, []).append((int(offset), blob_id))
+    for slices in by_pack.values():
+        ordered = [(*keys.get(blob_id, ("", -1, 0, 0)), blob_id) for _, blob_id in sorted(slices)]
+        if ordered != sorted(ordered):
+            return False
+    return True
+
+
+def test_like_texts_sit_side_by_side_in_a_merged_pack(db):
+    ingest_paths(db, [corpus_archive("sm90_mix")])
+    assert not slices_in_key_order(db)  # an ingest stores texts in the order the log printed them
+    compact_pending(db.session, level=3)
+    assert slices_in_key_order(db)
+    with db.session() as session:  # and the order mixes the texts of several kernels' compilations
+        kernels = session.scalars(select(Compilation.kernel).distinct()).all()
+    assert len(kernels) > 1
+
+
+def test_deleting_a_run_after_compaction_keeps_the_other_runs_texts(db):
+    first = ingest_paths(db, [corpus_archive("sm90_mix")])
+    ingest_paths(db, [corpus_archive("gfx942_mix")])
+    compact_pending(db.session, level=3)
+    before = every_text(db)
+
+    deleted = delete_run(db, first["run"])
+
+    assert deleted is not None and deleted.blobs > 0
+    after = every_text(db)
+    assert after and all(before[digest] == text for digest, text in after.items())
+    with db.session() as session:
+        assert collect_all_blobs(session) == 0  # nothing unreferenced was left behind
+        packs = set(session.scalars(select(Blob.pack_id).where(Blob.pack_id.is_not(None))))
+        stored = set(session.scalars(select(Blob.id).where(Blob.codec == CODEC_STRONG)))
+        assert packs <= stored
+
+
+def test_a_reader_holding_a_texts_row_from_before_the_merge_still_reads_it(db):
+    ingest_paths(db, [corpus_archive("sm90_mix")])
+    before = every_text(db)
+    digest = next(iter(before))
+    with db.session() as reader_session:
+        row = blobs.blob_row(reader_session, digest)
+        assert row is not None and row.codec == CODEC_PACKED
+        compact_pending(db.session, level=3)
+        blobs.PACKS.packs.clear()
+        blobs.PACKS.size = 0
+        assert BlobReader()._raw(reader_session, row) == before[digest]
+
+
+def test_a_failed_merge_leaves_the_packs_to_be_recompressed_alone(db, monkeypatch):
+    ingest_paths(db, [corpus_archive("sm90_mix")])
+    before = every_text(db)
+    layout = pack_layout(db)
+
+    def broken(*args, **kwargs):
+        raise ValueError("damaged frame")
+
+    monkeypatch.setattr(compaction, "merge_packs", broken)
+    compact_pending(db.session, level=3)
+
+    assert CODEC_ZSTD not in codecs(db)
+    assert pack_layout(db) == layout  # recompressed where they were
+    assert every_text(db) == before
+
+
+def test_compaction_stops_between_gathers_when_asked(db, monkeypatch):
+    ingest_paths(db, [corpus_archive("sm90_mix")])
+    frames = codecs(db)[CODEC_ZSTD]
+    monkeypatch.setattr(compaction, "GATHER_BYTES", 1)  # one pack per gather
+    calls = iter(range(100))
+    done = compact_pending(db.session, level=3, stop=lambda: next(calls) >= 1)
+    assert done.blobs == 1
+    assert codecs(db)[CODEC_ZSTD] == frames - 1 and codecs(db)[CODEC_STRONG] == 1
+    assert compact_pending(db.session, level=0).blobs == 0
+
+
+def test_merged_packs_are_cut_by_size_and_never_hold_one_text():
+    def runs(*sizes: int) -> list[list[int]]:
+        return [[m.id for m in run] for run in _chunks([_Member(i, size, 0, 0) for i, size in enumerate(sizes)])]
+
+    half = compaction.MERGED_BYTES // 2
+    assert runs(half, half, half, half) == [[0, 1], [2, 3]]
+    assert runs(half, half, half) == [[0, 1, 2]]  # a lone last text joins the run before it
+    assert runs(10, compaction.MERGED_BYTES, 5) == [[0, 1, 2]]  # a big text does not stand alone
+    assert runs(3, 4) == [[0, 1]]
