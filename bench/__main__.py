@@ -189,7 +189,7 @@ def table(results: dict) -> str:
             ))
         if "ingested_bytes" in storage:
             rows.append((
-                f"  right after ingest (recompression: {_fmt_s(storage['compact_cpu_seconds'])} CPU)",
+                f"  right after ingest, not compacted (compaction: {_fmt_s(storage['compact_cpu_seconds'])} CPU)",
                 f"{storage['ingested_share'] * 100:.2f}% ({storage['ingested_bytes'] / MB:.2f} MB)", "", "",
             ))
         if storage.get("cold_read_p50"):
