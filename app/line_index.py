@@ -126,25 +126,25 @@ def _context(kind: str, flags: int, digest: str, metadata: str | None) -> str:
 class _Row:
     """A `line_indexes` row as read or made here (plain attributes: a page reads hundreds)."""
 
-    __slots__ = ("blob", "context", "flags", "pack", "raw", "size", "start")
+    __slots__ = ("blob_id", "context", "flags", "pack", "raw", "size", "start")
 
-    def __init__(self, blob: str, context: str, flags: int, pack: int | None, start: int, size: int,
+    def __init__(self, blob_id: int, context: str, flags: int, pack: int | None, start: int, size: int,
                  raw: bytes | None = None) -> None:
-        self.blob, self.context, self.flags = blob, context, flags
+        self.blob_id, self.context, self.flags = blob_id, context, flags
         self.pack, self.start, self.size = pack, start, size
         self.raw = raw  # the index, for a row made here
 
 
-_COLUMNS = ("blob", "context", "flags", "pack", "start", "size")
+_COLUMNS = ("blob_id", "context", "flags", "pack", "start", "size")
 _ROWS = select(*(getattr(LineIndex, name) for name in _COLUMNS)).where(
-    LineIndex.blob.in_(bindparam("blobs", expanding=True)))
+    LineIndex.blob_id.in_(bindparam("blobs", expanding=True)))
 _PACK_ROWS = select(LineIndexPack.pk, LineIndexPack.data).where(LineIndexPack.pk.in_(bindparam("pks", expanding=True)))
 
 
 def indexes_for(session: Session, snapshots: Sequence[Snapshot], *, store: bool = True) -> list[Entry]:
     """The stored index of each snapshot (compilation order), computing and storing what lacks."""
-    blobs = sorted({snapshot.blob for snapshot in snapshots})
-    rows: dict[tuple[str, str], _Row] = {}
+    blobs = sorted({snapshot.blob_id for snapshot in snapshots})
+    rows: dict[tuple[int, str], _Row] = {}
     for start in range(0, len(blobs), 500):
         for values in session.execute(_ROWS, {"blobs": blobs[start : start + 500]}):
             rows[(values[0], values[1])] = _Row(*values)
@@ -158,19 +158,19 @@ def indexes_for(session: Session, snapshots: Sequence[Snapshot], *, store: bool 
         text: str | None = None  # read at most once per snapshot, and only when something lacks
         flags = 0
         if kind == "llvm":
-            facts = rows.get((snapshot.blob, FACTS))
+            facts = rows.get((snapshot.blob_id, FACTS))
             if facts is None:
                 text = _text(session, snapshot.blob)
-                facts = rows[(snapshot.blob, FACTS)] = _Row(snapshot.blob, FACTS, _facts(text), None, 0, 0)
+                facts = rows[(snapshot.blob_id, FACTS)] = _Row(snapshot.blob_id, FACTS, _facts(text), None, 0, 0)
                 added.append(facts)
             flags = facts.flags
         context = _context(kind, flags, snapshot.blob, metadata)
         if flags & _HAS_METADATA and snapshot.kind == "llvm":
             metadata = snapshot.blob
-        row = rows.get((snapshot.blob, context))
+        row = rows.get((snapshot.blob_id, context))
         if row is None or (row.pack is not None and row.pack not in packs):  # a lost pack: made again
             raw = _compute(session, snapshot.blob, text if text is not None else _text(session, snapshot.blob), context)
-            row = rows[(snapshot.blob, context)] = _Row(snapshot.blob, context, 0, None, 0, len(raw), raw)
+            row = rows[(snapshot.blob_id, context)] = _Row(snapshot.blob_id, context, 0, None, 0, len(raw), raw)
             added.append(row)
         entry = shared.get(id(row))
         if entry is None:
@@ -210,7 +210,7 @@ def _store(session: Session, added: list[_Row]) -> None:
                 row.pack = pack
     values = [{name: getattr(row, name) for name in _COLUMNS} for row in added]
     # A background prep and a map visit may index the same blob at once: the first row stands.
-    session.execute(insert_ignoring(session, LineIndex, ("blob", "context")), values)
+    session.execute(insert_ignoring(session, LineIndex, ("blob_id", "context")), values)
 
 
 def index_run(session: Session, run_id: str) -> None:

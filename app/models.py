@@ -155,7 +155,8 @@ def add_postgresql_options() -> None:
 
 
 class LineIndex(Base):
-    """A blob's Python-line index for the map page, stored once per blob and reading context.
+    """A blob's Python-line index for the map page, stored once per blob and reading context, and
+    deleted with the blob (app/retention.py).
 
     ``context`` is ``facts`` (an LLVM text's flags only), a snapshot kind (the index from the
     text's own locations) or ``llvm@<metadata blob>`` (an LLVM dump counted per ``!dbg`` node,
@@ -163,7 +164,7 @@ class LineIndex(Base):
     ``start`` to ``start + size`` of the ``line_index_packs`` row ``pack`` (None: no index)."""
 
     __tablename__ = "line_indexes"
-    blob: Mapped[str] = mapped_column(HexHash, primary_key=True)
+    blob_id: Mapped[int] = mapped_column(ForeignKey("blobs.id"), primary_key=True)
     context: Mapped[str] = mapped_column(String(80), primary_key=True)
     flags: Mapped[int] = mapped_column(Integer, default=0)
     pack: Mapped[int | None] = mapped_column(Integer)

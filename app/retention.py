@@ -2,7 +2,8 @@
 
 Blobs are content-addressed and shared: two runs of the same kernel store its IR once. Deleting a run
 removes its rows, then each blob it referred to that no other row refers to (snapshots, artifacts,
-sources, inputs' log texts, problems' damaged dumps). Everything is logged on the "irlens" logger.
+sources, inputs' log texts, problems' damaged dumps), with what was derived from it (map line indexes,
+stored diffs). Everything is logged on the "irlens" logger.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from app.models import (
     Diagnostic,
     InputRecord,
     Launch,
+    LineIndex,
+    LineIndexPack,
     Problem,
     Run,
     Snapshot,
@@ -90,17 +93,30 @@ def _delete_rows(session: Session, run_id: str) -> None:
 
 
 def collect_blobs(session: Session, candidates: Iterable[str]) -> int:
-    """Delete those of `candidates` that no row refers to. Returns how many went."""
+    """Delete those of `candidates` that no row refers to, with their map line indexes. Returns how
+    many went."""
     hashes = sorted(set(candidates))
     removed = 0
+    index_packs: set[int] = set()
     while hashes:
         packs: set[str] = set()
         for start in range(0, len(hashes), _CHUNK):
             chunk = hashes[start : start + _CHUNK]
             packs.update(session.scalars(select(Blob.pack).where(Blob.hash.in_(chunk), Blob.pack_id.is_not(None))))
+            unused = session.scalars(select(Blob.id).where(Blob.hash.in_(chunk), *_unreferenced())).all()
+            if unused:
+                index_packs.update(session.scalars(select(LineIndex.pack).where(
+                    LineIndex.blob_id.in_(unused), LineIndex.pack.is_not(None)).distinct()))
+                session.execute(delete(LineIndex).where(LineIndex.blob_id.in_(unused)))
             removed += session.execute(_unused(chunk)).rowcount or 0
         # Removing a pack's last slices frees the pack itself: one more round for those.
         hashes = sorted(packs)
+    if index_packs:  # line index packs no row points into any more
+        ordered = sorted(index_packs)
+        for start in range(0, len(ordered), _CHUNK):
+            chunk = ordered[start : start + _CHUNK]
+            session.execute(delete(LineIndexPack).where(LineIndexPack.pk.in_(chunk), LineIndexPack.pk.not_in(
+                select(LineIndex.pack).where(LineIndex.pack.in_(chunk)))))
     if removed:  # stored diffs of texts that are gone (a few hundred small rows at most)
         session.execute(
             delete(AdjacentDiff).where(

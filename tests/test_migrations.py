@@ -390,3 +390,56 @@ def test_the_recompression_index_is_partial_both_ways_and_the_models_load_no_pos
     probe = "import sys, app.db, app.ingest; print('sqlalchemy.dialects.postgresql' in sys.modules)"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "False"
+
+
+def test_line_indexes_go_from_hashes_to_blob_ids_and_back_and_lose_their_orphans(tmp_path):
+    """Revision 0016 keys `line_indexes` by blob id. An index whose blob is gone (left by a deletion
+    before 0016) is dropped, with the pack only it used; the others read the same after both ways."""
+    from app import map_prep, source_map
+    from app.models import Compilation
+    from tests.conftest import corpus_archive, ingest_paths
+
+    def indexes(database: Database) -> list:
+        source_map.clear()
+        with database.session() as session:
+            return [[(entry.files, [entry.lines(file, line) for file in entry.files for line in range(1, 120)])
+                     for entry in source_map.pass_indexes(session, c.snapshots)]
+                    for c in session.scalars(select(Compilation).order_by(Compilation.pk))]
+
+    url = fresh_db_url(tmp_path)
+    database = Database(url)
+    try:
+        run = ingest_paths(database, [corpus_archive("sm90_llvm")])
+        map_prep.prepare_run(database, run["run"])
+        before = indexes(database)
+    finally:
+        database.dispose()
+    engine = make_engine(url)
+    columns = "context, flags, pack, start, size"
+    try:
+        with migration_connection(engine) as connection:
+            command.downgrade(alembic_config(connection), "0015")
+        with engine.begin() as connection:
+            rows = connection.execute(text(f"SELECT blob, {columns} FROM line_indexes ORDER BY blob, context")).all()
+            packs = connection.scalar(text("SELECT count(*) FROM line_index_packs"))
+            assert len(rows) > 50 and packs
+            # An orphan, as a deletion before 0016 left them: a gone blob's index in a pack of its own.
+            connection.execute(text("INSERT INTO line_index_packs (pk, data) VALUES (9999, :data)"), {"data": b"x"})
+            connection.execute(text(f"INSERT INTO line_indexes (blob, {columns}) VALUES (:blob, 'mlir', 0, 9999, 0, 1)"),
+                               {"blob": bytes(32)})
+        with migration_connection(engine) as connection:
+            command.upgrade(alembic_config(connection), "head")
+        with engine.connect() as connection:
+            assert connection.scalar(text("SELECT count(*) FROM line_indexes")) == len(rows)
+            assert connection.scalar(text("SELECT count(*) FROM line_index_packs")) == packs
+            assert connection.execute(text(
+                f"SELECT b.hash, {', '.join('l.' + c for c in columns.split(', '))} FROM line_indexes l "
+                "JOIN blobs b ON b.id = l.blob_id ORDER BY b.hash, l.context")).all() == rows
+        assert differences(engine) == []
+    finally:
+        engine.dispose()
+    database = Database(url)
+    try:
+        assert indexes(database) == before
+    finally:
+        database.dispose()
