@@ -25,7 +25,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import bindparam, delete, exists, select, update
+from sqlalchemy import bindparam, delete, exists, func, select, update
 from sqlalchemy.orm import Session, aliased
 
 from app.blobs import CODEC_PACKED, CODEC_STRONG, CODEC_ZSTD, decompress, sha256
@@ -34,7 +34,7 @@ from app.recompress import DEFAULT_LEVEL, Recompressed, recompress_pending, stro
 
 log = logging.getLogger("irlens")
 MERGED_BYTES = 16 << 20  # texts per merged pack: 4x an ingest's packs; a cold read decompresses it whole
-GATHER_BYTES = 64 << 20  # fresh texts sorted together (their packs are read into memory at once)
+GATHER_BYTES = 64 << 20  # fresh texts sorted together: ~4x less gain when only 16 MB are (bench/NOTES.md)
 _CHUNK = 500  # ids per IN (...)
 
 _STAGE_RANK = {name: rank for rank, name in enumerate(STAGE_NAMES)}
@@ -59,7 +59,7 @@ class _Member:
 def compact_pending(session_factory: Callable[[], Session], level: int = DEFAULT_LEVEL,
                     stop: Callable[[], bool] = lambda: False) -> Recompressed:
     """Merge every fresh pack, then recompress the fresh texts left, until `stop()` says so
-    (checked between gathers and between texts)."""
+    (checked between merged packs and between texts)."""
     done = Recompressed()
     if level <= 0:
         return done
@@ -71,15 +71,11 @@ def compact_pending(session_factory: Callable[[], Session], level: int = DEFAULT
             if not gather:
                 break
             try:
-                merged = merge_packs(session, gather, level)
+                merge_packs(session, gather, level, stop, done)
             except Exception:  # a damaged frame must not stop the others; it stays readable as it was
                 session.rollback()
                 failed.update(gather)
                 log.exception("compact: merging packs %s failed", gather)
-                continue
-        done.blobs += merged.blobs
-        done.bytes_before += merged.bytes_before
-        done.bytes_after += merged.bytes_after
     rest = recompress_pending(session_factory, level, stop)
     return Recompressed(done.blobs + rest.blobs, done.bytes_before + rest.bytes_before,
                         done.bytes_after + rest.bytes_after)
@@ -101,45 +97,68 @@ def _next_gather(session: Session, failed: set[int]) -> list[int]:
     return gather
 
 
-def merge_packs(session: Session, pack_ids: list[int], level: int = DEFAULT_LEVEL) -> Recompressed:
-    """Rewrite these fresh packs' texts as merged strong packs, and commit."""
-    frames = dict(session.execute(
-        select(Blob.id, Blob.data).where(Blob.id.in_(pack_ids), Blob.codec == CODEC_ZSTD)).all())
+_MOVE = update(Blob.__table__).where(
+    Blob.__table__.c.id == bindparam("member"), Blob.__table__.c.pack_id == bindparam("old"),
+).values(pack_id=bindparam("new"), data=bindparam("offset"))
+
+
+def merge_packs(session: Session, pack_ids: list[int], level: int = DEFAULT_LEVEL,
+                stop: Callable[[], bool] = lambda: False, done: Recompressed | None = None) -> Recompressed:
+    """Rewrite the texts of these fresh packs as merged strong packs, committing each merged pack
+    with its slices' moves, until `stop()` says so; then drop the old packs left empty. A text not
+    moved yet stays readable where it was (a later round gathers its pack again)."""
+    done = done if done is not None else Recompressed()
     members = [_Member(id_, size, pack_id, int(offset)) for id_, size, pack_id, offset in session.execute(
         select(Blob.id, Blob.size, Blob.pack_id, Blob.data)
-        .where(Blob.pack_id.in_(list(frames)), Blob.codec == CODEC_PACKED))]
+        .where(Blob.pack_id.in_(pack_ids), Blob.codec == CODEC_PACKED))]
     keys = _sort_keys(session, [member.id for member in members])
+    frame_sizes = dict(session.execute(select(Blob.id, func.length(Blob.data))
+                                       .where(Blob.id.in_(pack_ids), Blob.codec == CODEC_ZSTD)).all())
     session.rollback()  # no read transaction held while compressing
-    if not members:
-        return Recompressed()
-    raw_packs = {pack_id: decompress(bytes(frame)) for pack_id, frame in frames.items()}
     for member in members:
         member.key = (*keys.get(member.id, ("", -1, 0, 0)), member.id)
     members.sort(key=lambda member: member.key)
-    new_packs = []
-    for chunk in _chunks(members):
-        raw = b"".join(raw_packs[m.pack_id][m.offset : m.offset + m.size] for m in chunk)
-        compressor = strong_compressor(level, window_log=(len(raw) - 1).bit_length())
-        new_packs.append((chunk, raw, sha256(raw), compressor.compress(raw)))
-    before = sum(len(frame) for frame in frames.values())
-    del raw_packs, frames
-    moves = update(Blob.__table__).where(
-        Blob.__table__.c.id == bindparam("member"), Blob.__table__.c.pack_id == bindparam("old"),
-    ).values(pack_id=bindparam("new"), data=bindparam("offset"))
-    for chunk, raw, digest, frame in new_packs:
-        pack = Blob(hash=digest, size=len(raw), codec=CODEC_STRONG, data=frame)
+    for chunk in _chunks(members) if len(members) > 1 else ():
+        if stop():
+            break
+        raw = _texts(session, chunk)
+        frame = strong_compressor(level, window_log=(len(raw) - 1).bit_length()).compress(raw)
+        pack = Blob(hash=sha256(raw), size=len(raw), codec=CODEC_STRONG, data=frame)
         session.add(pack)
         session.flush()
-        rows, offset = [], 0
+        moves, offset = [], 0
         for member in chunk:
-            rows.append({"member": member.id, "old": member.pack_id, "new": pack.id, "offset": b"%d" % offset})
+            moves.append({"member": member.id, "old": member.pack_id, "new": pack.id, "offset": b"%d" % offset})
             offset += member.size
-        session.execute(moves, rows)
-    # The old packs, now that no slice points into them (a concurrent deletion may have taken some).
-    session.execute(delete(Blob).where(Blob.id.in_(pack_ids), Blob.codec == CODEC_ZSTD,
-                                       ~exists().where(_Slice.pack_id == Blob.id)))
+        session.execute(_MOVE, moves)
+        session.commit()
+        done.bytes_after += len(frame)
+    # The old packs no slice points into any more (a concurrent deletion may have taken some).
+    emptied = session.scalars(select(Blob.id).where(Blob.id.in_(list(frame_sizes)), Blob.codec == CODEC_ZSTD,
+                                                    ~exists().where(_Slice.pack_id == Blob.id))).all()
+    session.execute(delete(Blob).where(Blob.id.in_(emptied), ~exists().where(_Slice.pack_id == Blob.id)))
     session.commit()
-    return Recompressed(len(pack_ids), before, sum(len(frame) for *_, frame in new_packs))
+    done.blobs += len(emptied)
+    done.bytes_before += sum(frame_sizes[pack_id] for pack_id in emptied)
+    return done
+
+
+def _texts(session: Session, chunk: list[_Member]) -> bytes:
+    """The chunk's texts back to back, each old pack decompressed once (one at a time)."""
+    by_pack: dict[int, list[_Member]] = {}
+    for member in chunk:
+        by_pack.setdefault(member.pack_id, []).append(member)
+    pieces: dict[int, bytes] = {}
+    for pack_id, members in by_pack.items():
+        frame = session.scalar(select(Blob.data).where(Blob.id == pack_id))
+        session.rollback()
+        if frame is None:
+            raise LookupError(f"pack {pack_id} is missing")
+        raw = decompress(bytes(frame))
+        for member in members:
+            pieces[member.id] = raw[member.offset : member.offset + member.size]
+        del raw
+    return b"".join(pieces[member.id] for member in chunk)
 
 
 def _chunks(members: list[_Member]) -> list[list[_Member]]:

@@ -117,14 +117,20 @@ def test_a_failed_merge_leaves_the_packs_to_be_recompressed_alone(db, monkeypatc
     assert every_text(db) == before
 
 
-def test_compaction_stops_between_gathers_when_asked(db, monkeypatch):
+def test_a_stopped_compaction_leaves_every_text_readable_and_the_next_one_finishes(db, monkeypatch):
     ingest_paths(db, [corpus_archive("sm90_mix")])
-    frames = codecs(db)[CODEC_ZSTD]
-    monkeypatch.setattr(compaction, "GATHER_BYTES", 1)  # one pack per gather
+    before = every_text(db)
+    fresh = len(pack_layout(db))
+    monkeypatch.setattr(compaction, "MERGED_BYTES", 256 << 10)  # several merged packs per gather
     calls = iter(range(100))
-    done = compact_pending(db.session, level=3, stop=lambda: next(calls) >= 1)
-    assert done.blobs == 1
-    assert codecs(db)[CODEC_ZSTD] == frames - 1 and codecs(db)[CODEC_STRONG] == 1
+    compact_pending(db.session, level=3, stop=lambda: next(calls) >= 2)  # after one merged pack
+
+    assert codecs(db)[CODEC_STRONG] == 1
+    assert len(pack_layout(db)) == fresh + 1  # the old packs keep the texts not moved yet
+    assert every_text(db) == before
+    compact_pending(db.session, level=3)
+    assert CODEC_ZSTD not in codecs(db)
+    assert every_text(db) == before
     assert compact_pending(db.session, level=0).blobs == 0
 
 
