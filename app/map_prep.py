@@ -86,7 +86,7 @@ async def map_prep_loop(db: Database, idle: float = IDLE_SECONDS, level: int = r
                 # after the indexes, which a visit waits for
                 squeezed = await run_in_threadpool(compaction.compact_pending, db.session, level, interrupted)
                 if squeezed.blobs:
-                    log.info("recompress: %d texts, %d -> %d bytes", squeezed.blobs, squeezed.bytes_before,
+                    log.info("compact: %d frames, %d -> %d bytes", squeezed.blobs, squeezed.bytes_before,
                              squeezed.bytes_after)
             except Exception:
                 log.exception("map indexes: a round failed")
