@@ -9,14 +9,16 @@ An ingest stores its new texts in 4 MB packs, in the order it met them, compress
   from every compilation of the gather sits side by side (a cache folder's stage files after that
   stage's passes), cut into packs of up to `MERGED_BYTES`, and compressed at the strong level with a
   window as large as the pack: a text then finds its near copies however far apart the log printed
-  them. In one transaction, each slice row gets its new pack and offset and the old packs go. Texts,
-  hashes and sizes do not change, nor does any row that names a text.
+  them. Each merged pack is written with its slices' new pack and offset in one transaction; the old
+  packs go once no slice points into them. Texts, hashes and sizes do not change, nor does any row
+  that names a text.
 - Texts stored alone (a log's non-IR lines, a text too big for a pack) are recompressed as they are
   (app/recompress.py), as is any pack a merge could not take.
 
 Strong packs are never merged again: each text is compressed once at the strong level whatever the
-database holds. On the shared corpus this stores the texts in ~10% fewer bytes than recompressing
-each 4 MB pack alone; a cold read decompresses up to 16 MB (~10 ms) instead of 4 (bench/NOTES.md).
+database holds. On the shared corpus this stores the texts in 11% fewer bytes than recompressing
+each 4 MB pack alone; a cold read decompresses up to 16 MB instead of 4 (2 ms p50, 6 ms at most,
+against 1.4 and 2.5 ms; bench/NOTES.md, round 8).
 """
 
 from __future__ import annotations
@@ -63,32 +65,34 @@ def compact_pending(session_factory: Callable[[], Session], level: int = DEFAULT
     done = Recompressed()
     if level <= 0:
         return done
-    failed: set[int] = set()  # packs whose merge failed: recompressed alone below
+    # Packs gathered once are not gathered again in this round: one a merge failed on, or left with
+    # a single text (a merge stopped half-way), is recompressed alone below.
+    tried: set[int] = set()
     while not stop():
         with session_factory() as session:
-            gather = _next_gather(session, failed)
+            gather = _next_gather(session, tried)
             session.rollback()
             if not gather:
                 break
+            tried.update(gather)
             try:
                 merge_packs(session, gather, level, stop, done)
             except Exception:  # a damaged frame must not stop the others; it stays readable as it was
                 session.rollback()
-                failed.update(gather)
                 log.exception("compact: merging packs %s failed", gather)
     rest = recompress_pending(session_factory, level, stop)
     return Recompressed(done.blobs + rest.blobs, done.bytes_before + rest.bytes_before,
                         done.bytes_after + rest.bytes_after)
 
 
-def _next_gather(session: Session, failed: set[int]) -> list[int]:
-    """The oldest fresh packs, up to GATHER_BYTES of texts (one at least)."""
+def _next_gather(session: Session, tried: set[int]) -> list[int]:
+    """The oldest fresh packs not tried yet, up to GATHER_BYTES of texts (one at least)."""
     fresh = (select(Blob.id, Blob.size)
              .where(Blob.codec == CODEC_ZSTD, exists().where(_Slice.pack_id == Blob.id))
              .order_by(Blob.id))
     gather, total = [], 0
     for pack_id, size in session.execute(fresh):
-        if pack_id in failed:
+        if pack_id in tried:
             continue
         if gather and total + size > GATHER_BYTES:
             break

@@ -134,6 +134,17 @@ def test_a_stopped_compaction_leaves_every_text_readable_and_the_next_one_finish
     assert compact_pending(db.session, level=0).blobs == 0
 
 
+def test_a_gather_that_merges_nothing_ends_the_round_recompressed_in_place(db, monkeypatch):
+    # e.g. a pack left with one text by a stopped round: it must not be gathered again and again
+    ingest_paths(db, [corpus_archive("sm90_mix")])
+    before, layout = every_text(db), pack_layout(db)
+    monkeypatch.setattr(compaction, "_chunks", lambda members: [])
+    compact_pending(db.session, level=3)
+    assert CODEC_ZSTD not in codecs(db)
+    assert pack_layout(db) == layout
+    assert every_text(db) == before
+
+
 def test_merged_packs_are_cut_by_size_and_never_hold_one_text():
     def runs(*sizes: int) -> list[list[int]]:
         return [[m.id for m in run] for run in _chunks([_Member(i, size, 0, 0) for i, size in enumerate(sizes)])]
