@@ -116,3 +116,21 @@ def form_token(client, page: str = "/") -> str:
 def csrf_header(client, page: str = "/") -> dict[str, str]:
     """For a cookie-carrying client's scripted change (PATCH, DELETE): the header pages' scripts send."""
     return {"X-CSRF-Token": form_token(client, page)}
+
+
+def map_indexes(database: Database, run_id: str | None = None) -> list:
+    """What the map pages read of each compilation (of one run, or all): per snapshot, its located
+    files and the IR lines of Python lines 1-119 of each."""
+    from sqlalchemy import select
+
+    from app import source_map
+    from app.models import Compilation
+
+    source_map.clear()
+    query = select(Compilation).order_by(Compilation.pk)
+    if run_id is not None:
+        query = query.where(Compilation.run_id == run_id)
+    with database.session() as session:
+        return [[(entry.files, [entry.lines(file, line) for file in entry.files for line in range(1, 120)])
+                 for entry in source_map.pass_indexes(session, compilation.snapshots)]
+                for compilation in session.scalars(query)]

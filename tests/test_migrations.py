@@ -287,27 +287,20 @@ def test_banner_fields_survive_a_downgrade_to_0010_and_back_and_line_indexes_are
     """Revision 0011 moves the banner's fields onto its row: a real capture's snapshots show the same
     fields at 0010 and at 0011 again. Its line indexes (derived rows) are dropped both ways with the
     runs' "prepared" mark, and the preparation makes the same indexes again."""
-    from app import map_prep, source_map
+    from app import map_prep
     from app.models import Compilation
-    from tests.conftest import corpus_archive, ingest_paths
+    from tests.conftest import corpus_archive, ingest_paths, map_indexes
 
     def metadata(database: Database) -> list:
         with database.session() as session:
             return [c.metadata_json for c in session.scalars(select(Compilation).order_by(Compilation.pk))]
-
-    def indexes(database: Database) -> list:
-        source_map.clear()
-        with database.session() as session:
-            return [[(entry.files, [entry.lines(file, line) for file in entry.files for line in range(1, 120)])
-                     for entry in source_map.pass_indexes(session, c.snapshots)]
-                    for c in session.scalars(select(Compilation).order_by(Compilation.pk))]
 
     url = fresh_db_url(tmp_path)
     database = Database(url)
     try:
         run = ingest_paths(database, [corpus_archive("sm90_llvm")])
         map_prep.prepare_run(database, run["run"])
-        before = indexes(database)
+        before = map_indexes(database)
         cache_metadata = metadata(database)
     finally:
         database.dispose()
@@ -344,7 +337,7 @@ def test_banner_fields_survive_a_downgrade_to_0010_and_back_and_line_indexes_are
     try:
         assert map_prep.pending_runs(database) == [run["run"]]
         map_prep.prepare_run(database, run["run"])
-        assert indexes(database) == before
+        assert map_indexes(database) == before
         assert metadata(database) == cache_metadata  # zlib at 0011, JSON at 0010, zlib again
     finally:
         database.dispose()
@@ -395,23 +388,15 @@ def test_the_recompression_index_is_partial_both_ways_and_the_models_load_no_pos
 def test_line_indexes_go_from_hashes_to_blob_ids_and_back_and_lose_their_orphans(tmp_path):
     """Revision 0016 keys `line_indexes` by blob id. An index whose blob is gone (left by a deletion
     before 0016) is dropped, with the pack only it used; the others read the same after both ways."""
-    from app import map_prep, source_map
-    from app.models import Compilation
-    from tests.conftest import corpus_archive, ingest_paths
-
-    def indexes(database: Database) -> list:
-        source_map.clear()
-        with database.session() as session:
-            return [[(entry.files, [entry.lines(file, line) for file in entry.files for line in range(1, 120)])
-                     for entry in source_map.pass_indexes(session, c.snapshots)]
-                    for c in session.scalars(select(Compilation).order_by(Compilation.pk))]
+    from app import map_prep
+    from tests.conftest import corpus_archive, ingest_paths, map_indexes
 
     url = fresh_db_url(tmp_path)
     database = Database(url)
     try:
         run = ingest_paths(database, [corpus_archive("sm90_llvm")])
         map_prep.prepare_run(database, run["run"])
-        before = indexes(database)
+        before = map_indexes(database)
     finally:
         database.dispose()
     engine = make_engine(url)
@@ -440,6 +425,6 @@ def test_line_indexes_go_from_hashes_to_blob_ids_and_back_and_lose_their_orphans
         engine.dispose()
     database = Database(url)
     try:
-        assert indexes(database) == before
+        assert map_indexes(database) == before
     finally:
         database.dispose()

@@ -17,7 +17,7 @@ from app.main import create_app
 from app.models import Blob, Run
 from app.retention import apply_retention, collect_all_blobs, delete_run, expired_runs, run_blobs
 from app.settings import Settings
-from tests.conftest import FIXTURES, corpus_archive, fresh_db_url, ingest_paths
+from tests.conftest import FIXTURES, corpus_archive, fresh_db_url, ingest_paths, map_indexes
 
 FIXTURE_LOG = FIXTURES / "sm90_add_kernel_dump.log.gz"
 
@@ -195,15 +195,8 @@ def test_packs_live_while_any_of_their_texts_is_used(db, tmp_path):
 
 
 def test_deleting_a_run_deletes_its_texts_map_line_indexes_and_their_packs(db):
-    from app import map_prep, source_map
-    from app.models import Compilation, LineIndex, LineIndexPack
-
-    def indexes(run_id: str) -> list:
-        source_map.clear()
-        with db.session() as session:
-            compilations = session.scalars(select(Compilation).where(Compilation.run_id == run_id).order_by(Compilation.pk))
-            return [[(entry.files, [entry.lines(file, line) for file in entry.files for line in range(1, 120)])
-                     for entry in source_map.pass_indexes(session, c.snapshots)] for c in compilations]
+    from app import map_prep
+    from app.models import LineIndex, LineIndexPack
 
     def counts() -> tuple[int, int]:
         with db.session() as session:
@@ -213,7 +206,7 @@ def test_deleting_a_run_deletes_its_texts_map_line_indexes_and_their_packs(db):
     first = ingest_paths(db, [corpus_archive("sm90_llvm")], title="first")
     second = ingest_paths(db, [FIXTURE_LOG], title="second")
     map_prep.prepare_run(db, second["run"])
-    kept = indexes(second["run"])
+    kept = map_indexes(db, second["run"])
     second_only = counts()
     map_prep.prepare_run(db, first["run"])
     assert counts()[0] > second_only[0] > 0 and counts()[1] > second_only[1] > 0
@@ -226,5 +219,5 @@ def test_deleting_a_run_deletes_its_texts_map_line_indexes_and_their_packs(db):
             LineIndex.blob_id.not_in(select(Blob.id)))) == 0
         used = set(session.scalars(select(LineIndex.pack).where(LineIndex.pack.is_not(None))))
         assert set(session.scalars(select(LineIndexPack.pk))) == used
-    assert indexes(second["run"]) == kept
+    assert map_indexes(db, second["run"]) == kept
     assert map_prep.pending_runs(db) == []  # the kept run's indexes did not have to be made again
