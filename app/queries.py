@@ -26,9 +26,19 @@ def iso_time(moment: datetime | None) -> str | None:
     return moment.isoformat()
 
 
-def _artifact_kinds(compilation: Compilation) -> list[str]:
-    kinds = {artifact.kind for artifact in compilation.artifacts}
+def _ordered_kinds(kinds: set[str]) -> list[str]:
     return [kind for kind in ARTIFACT_ORDER if kind in kinds] + sorted(kinds - set(ARTIFACT_ORDER))
+
+
+def _run_artifact_kinds(session: Session, run_id: str) -> dict[int, list[str]]:
+    """Each compilation's artifact kinds, for a whole run in one query (not one per compilation)."""
+    found: dict[int, set[str]] = {}
+    for compilation_pk, kind in session.execute(
+        select(Artifact.compilation_pk, Artifact.kind).distinct()
+        .join(Compilation, Compilation.pk == Artifact.compilation_pk).where(Compilation.run_id == run_id)
+    ):
+        found.setdefault(compilation_pk, set()).add(kind)
+    return {pk: _ordered_kinds(kinds) for pk, kinds in found.items()}
 
 
 def diagnostic_dict(diagnostic: Diagnostic) -> dict:
@@ -45,8 +55,11 @@ def diagnostic_dict(diagnostic: Diagnostic) -> dict:
     }
 
 
-def compilation_summary(compilation: Compilation, urls: Urls) -> dict:
+def compilation_summary(compilation: Compilation, urls: Urls, artifact_kinds: list[str] | None = None) -> dict:
+    """`artifact_kinds`: read from the compilation's artifacts when not given."""
     counts = compilation.counts or {}
+    if artifact_kinds is None:
+        artifact_kinds = _ordered_kinds({artifact.kind for artifact in compilation.artifacts})
     return {
         "id": compilation.ordinal,
         "kernel": compilation.kernel,
@@ -57,7 +70,7 @@ def compilation_summary(compilation: Compilation, urls: Urls) -> dict:
         "failed_pass": compilation.failed_pass,
         "snapshots": {kind: counts.get(kind, 0) for kind in ("mlir", "internal", "llvm")},
         "changed": compilation.changed,
-        "artifacts": _artifact_kinds(compilation),
+        "artifacts": artifact_kinds,
         "num_warps": compilation.num_warps,
         "num_stages": compilation.num_stages,
         "num_ctas": compilation.num_ctas,
@@ -102,9 +115,10 @@ def run_summary(session: Session, run: Run, urls: Urls) -> dict:
         .where(Diagnostic.run_id == run.id, Diagnostic.compilation_pk.is_not(None))
         .order_by(Diagnostic.pk)
     ).all()
+    kinds = _run_artifact_kinds(session, run.id)
     summaries = []
     for compilation in compilations:
-        summary = compilation_summary(compilation, urls)
+        summary = compilation_summary(compilation, urls, kinds.get(compilation.pk, []))
         summary["stages"] = stages.get(compilation.pk, [])
         summaries.append(summary)
     return {
