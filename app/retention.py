@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Delete, delete, exists, select
+from sqlalchemy import delete, exists, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, aliased
 
@@ -62,10 +62,6 @@ def _unreferenced() -> list:
             *(~exists().where(column == Blob.id) for column in BLOB_ID_REFERENCES)]
 
 
-def _unused(hashes: list[str]) -> Delete:
-    return delete(Blob).where(Blob.hash.in_(hashes), *_unreferenced())
-
-
 def run_blobs(session: Session, run_id: str) -> set[str]:
     """Every blob a run's rows refer to."""
     compilations = select(Compilation.pk).where(Compilation.run_id == run_id)
@@ -103,12 +99,13 @@ def collect_blobs(session: Session, candidates: Iterable[str]) -> int:
         for start in range(0, len(hashes), _CHUNK):
             chunk = hashes[start : start + _CHUNK]
             packs.update(session.scalars(select(Blob.pack).where(Blob.hash.in_(chunk), Blob.pack_id.is_not(None))))
+            # A reference stored meanwhile makes the foreign keys refuse the DELETE (delete_run retries).
             unused = session.scalars(select(Blob.id).where(Blob.hash.in_(chunk), *_unreferenced())).all()
             if unused:
                 index_packs.update(session.scalars(select(LineIndex.pack).where(
                     LineIndex.blob_id.in_(unused), LineIndex.pack.is_not(None)).distinct()))
                 session.execute(delete(LineIndex).where(LineIndex.blob_id.in_(unused)))
-            removed += session.execute(_unused(chunk)).rowcount or 0
+                removed += session.execute(delete(Blob).where(Blob.id.in_(unused))).rowcount or 0
         # Removing a pack's last slices frees the pack itself: one more round for those.
         hashes = sorted(packs)
     if index_packs:  # line index packs no row points into any more

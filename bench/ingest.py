@@ -58,6 +58,13 @@ def grep_baseline(path: Path, repeats: int = 3) -> tuple[float, int]:
     return statistics.median(times), count
 
 
+def fresh_db(db: Path) -> Path:
+    """`db` with no SQLite file (nor its WAL, shared memory or migration lock) left from before."""
+    for suffix in ("", "-wal", "-shm", ".migrate-lock"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    return db
+
+
 def ingest(paths: list[Path], db_path: Path, extra: list[str] = ()) -> ChildResult:
     result = run_child([IRLENS, "ingest", "--quiet", "--db", f"sqlite:///{db_path}", *extra, *map(str, paths)])
     if result.returncode != 0:
@@ -72,12 +79,9 @@ def bench_ingest(path: Path, workdir: Path, repeats: int = 1) -> dict:
     grep_seconds, banners = grep_baseline(path)
     runs = []
     for attempt in range(repeats):
-        db = workdir / f"ingest-{size}-{attempt}.db"
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{db}{suffix}").unlink(missing_ok=True)
+        db = fresh_db(workdir / f"ingest-{size}-{attempt}.db")
         runs.append(ingest([path], db))
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{db}{suffix}").unlink(missing_ok=True)
+        fresh_db(db)
     best = min(runs, key=lambda r: r.seconds)
     return {
         "bytes": size,
@@ -159,17 +163,11 @@ def empty_db_bytes(workdir: Path) -> int:
     page at least, whatever a capture holds."""
     from app.db import Database
 
-    db = workdir / "empty.db"
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    db = fresh_db(workdir / "empty.db")
     Database(f"sqlite:///{db}").dispose()
     return _vacuum(db)
 
 
-def _fresh(db: Path) -> Path:
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{db}{suffix}").unlink(missing_ok=True)
-    return db
 
 
 def _compact(db: Path) -> ChildResult:
@@ -188,13 +186,13 @@ def bench_storage(workdir: Path, one_run: bool = False, archives: list[Path] | N
     right after ingest (what `irlens ingest` alone leaves)."""
     archives = archives or corpus_archives()
     groups = [archives] if one_run else [[archive] for archive in archives]
-    plain = _fresh(workdir / f"plain-{name}")
+    plain = fresh_db(workdir / f"plain-{name}")
     for group in groups:
         ingest(group, plain)
     ingested = _vacuum(plain)
     reads_before = cold_pack_reads(plain)
-    _fresh(plain)
-    db = _fresh(workdir / name)
+    fresh_db(plain)
+    db = fresh_db(workdir / name)
     start = time.perf_counter()
     compact_cpu = 0.0
     for group in groups:

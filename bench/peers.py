@@ -33,7 +33,7 @@ import tempfile
 from pathlib import Path
 
 from bench import inputs
-from bench.ingest import IRLENS, ChildResult, run_child
+from bench.ingest import IRLENS, ChildResult, fresh_db, run_child
 from bench.inputs import CORPUS, REPO
 
 MB = 1e6
@@ -110,8 +110,7 @@ def _tritonparse(python: str, trace: Path, out: Path) -> ChildResult:
 
 
 def _irlens(where: Path, db: Path, sass: bool) -> tuple[ChildResult, int]:
-    for suffix in ("", "-wal", "-shm", ".migrate-lock"):
-        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    fresh_db(db)
     env = dict(os.environ)
     if not sass:
         env["IRLENS_SASS_DISASSEMBLER"] = "off"
@@ -156,8 +155,7 @@ def bench_peers(workdir: Path, repeats: int = 5) -> dict:
         result, compilations = _irlens(where, db, sass=False)
         plain.append(result)
         with_sass.append(_irlens(where, db, sass=True)[0])
-    for suffix in ("", "-wal", "-shm", ".migrate-lock"):
-        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    fresh_db(db)
     tritonparse, irlens, irlens_sass = _summary(peer), _summary(plain), _summary(with_sass)
     return {
         "versions": versions,

@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.ingest import ingest, run_child, warm
+from bench.ingest import fresh_db, ingest, run_child, warm
 from bench.inputs import REPO
 
 FIXTURE = REPO / "tests" / "fixtures" / "tritonparse" / "launches_h100_triton36.ndjson.gz"
@@ -63,8 +63,7 @@ def measure(path: Path, workdir: Path, repeats: int) -> dict:
     for attempt in range(repeats):
         db = workdir / f"trace-{attempt}.db"
         runs.append(ingest([path], db))
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{db}{suffix}").unlink(missing_ok=True)
+        fresh_db(db)
     best = min(runs, key=lambda r: r.seconds)
     grep_seconds = statistics.median(r.seconds for r in grep)
     loads_seconds = min(r.seconds for r in loads)
