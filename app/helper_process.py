@@ -1,4 +1,4 @@
-"""What the ingest's helper processes (app/log_prescan.py, app/term_scan.py) share: starting one
+"""What the ingest's helper processes (app/ingest/log_prescan.py, app/insight/op_term_scan.py) share: starting one
 with this same `app` importable and a wide pipe, and the length-prefixed frames on its pipes (the
 payload's length as 8 little-endian bytes, then the payload)."""
 

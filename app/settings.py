@@ -9,7 +9,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 if TYPE_CHECKING:  # imported when called: the CLI imports this module and must start fast
-    from app.db import Database
+    from app.store.db import Database
     from parsers.sources import Limits
 
 
@@ -106,7 +106,7 @@ class Settings(BaseSettings):
     def database(self) -> Database:
         """The configured database. A SQLite writer waits for another's write lock as long as one
         ingest may last (a day with no limit): uploads then queue instead of failing."""
-        from app.db import Database
+        from app.store.db import Database
 
         return Database(self.database_url, write_wait_seconds=self.ingest_timeout_seconds or 86_400)
 

@@ -126,14 +126,14 @@ class Urls:
         return self.path("/compare")
 
     def layout(self, attr: str | None = None, shape: list[int] | str | None = None, **extra: str) -> str:
-        """The layout inspector (app/views/layout.py) for an encoding (aliases expanded) at a shape."""
+        """The layout inspector (app/web/views/layout.py) for an encoding (aliases expanded) at a shape."""
         if isinstance(shape, list):
             shape = "x".join(map(str, shape))
         params = [("attr", attr), ("shape", shape), *extra.items()]
         query = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in params if v not in (None, ""))
         return self.path("/-/layout") + (f"?{query}" if query else "")
 
-    # -- teams: sign-in, search, managing a run (app/views/auth.py, app/views/manage.py) --
+    # -- teams: sign-in, search, managing a run (app/web/views/auth.py, app/web/views/manage.py) --
     def signin(self, next_url: str | None = None) -> str:
         return self.path("/-/signin") + (f"?next={quote(next_url, safe='/')}" if next_url else "")
 

@@ -1,4 +1,4 @@
-"""Does a change to app/diff.py keep every corpus diff? `python -m bench.diff_equivalence DB OUT [--against OLD]`.
+"""Does a change to app/diff/ keep every corpus diff? `python -m bench.diff_equivalence DB OUT [--against OLD]`.
 
 Diffs every distinct adjacent pair of snapshots (same compilation, consecutive indexes, different
 blobs) of a corpus database, with default options and with SSA+alias numbering ignored, and writes

@@ -123,9 +123,9 @@ def cold_pack_reads(db: Path, rounds: int = 3) -> list[float]:
     `rounds` per pack): what a cold snapshot or diff page pays for its text."""
     from sqlalchemy import select
 
-    from app import blobs
-    from app.db import Database
-    from app.models import Blob
+    from app.store import blobs
+    from app.store.db import Database
+    from app.store.models import Blob
 
     database = Database(f"sqlite:///{db}")
     try:
@@ -161,7 +161,7 @@ def archives_by_size(low: int, high: int) -> list[Path]:
 def empty_db_bytes(workdir: Path) -> int:
     """An irlens database with the schema and no run, after VACUUM: every table and index takes a
     page at least, whatever a capture holds."""
-    from app.db import Database
+    from app.store.db import Database
 
     db = fresh_db(workdir / "empty.db")
     Database(f"sqlite:///{db}").dispose()
@@ -201,7 +201,7 @@ def bench_storage(workdir: Path, one_run: bool = False, archives: list[Path] | N
     seconds = time.perf_counter() - start
     compacted = _vacuum(db)
     reads_after = cold_pack_reads(db)
-    # A server also stores the map pages' line indexes after each upload (app/map_prep.py).
+    # A server also stores the map pages' line indexes after each upload (app/insight/precompute.py).
     indexed = run_child([IRLENS, "index", "--backfill", "--quiet", "--db", f"sqlite:///{db}"])
     if indexed.returncode != 0:
         raise SystemExit(f"bench: irlens index failed ({indexed.returncode}):\n{indexed.stderr.decode()[-4000:]}")

@@ -26,13 +26,13 @@ from pathlib import Path
 
 from sqlalchemy import func, select, text
 
-from app.auth import Identity, visible_runs
-from app.db import Database
-from app.ingest import Ingest
-from app.models import Compilation, CompilationTerm, Run, Snapshot
-from app.op_search import first_seen, search_compilations, split_query
+from app.ingest.pipeline import Ingest
+from app.insight.op_search import first_seen, search_compilations, split_query
 from app.settings import Settings
+from app.store.db import Database
+from app.store.models import Compilation, CompilationTerm, Run, Snapshot
 from app.urls import Urls
+from app.web.auth import Identity, visible_runs
 from bench.inputs import corpus_archives
 
 QUERIES = (

@@ -29,7 +29,7 @@ def _ingest(log: Path, db_path: Path) -> dict:
         cwd=REPO, capture_output=True, check=True,
     )
     run = json.loads(result.stdout)
-    # what a running server does in the background once a run is stored (app/map_prep.py)
+    # what a running server does in the background once a run is stored (app/insight/precompute.py)
     subprocess.run([sys.executable, "-m", "app.cli", "index", "--quiet", "--db", f"sqlite:///{db_path}", run["run"]],
                    cwd=REPO, capture_output=True, check=True)
     return run

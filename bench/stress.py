@@ -65,8 +65,8 @@ def solo_pages(uploads: list[tuple[str, str]]) -> dict[str, tuple[str, str]]:
     another, through the same app in-process, on a scratch SQLite database."""
     from fastapi.testclient import TestClient
 
-    from app.main import create_app
     from app.settings import Settings
+    from app.web.app import create_app
 
     pages = {}
     with tempfile.TemporaryDirectory(prefix="irlens-solo-") as scratch:

@@ -1,4 +1,4 @@
-"""Alembic environment. irlens passes its own connection (app/db.py); the `alembic` command builds one
+"""Alembic environment. irlens passes its own connection (app/store/db.py); the `alembic` command builds one
 from `-x db=URL` or the app's settings (IRLENS_DB_URL, IRLENS_DATA_DIR)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from logging.config import fileConfig
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from app.models import Base
+from app.store.models import Base
 
 config = context.config
 target_metadata = Base.metadata
@@ -33,8 +33,8 @@ else:
     # Run from the `alembic` command line: its logging config applies, and we make our own engine.
     if config.config_file_name is not None:
         fileConfig(config.config_file_name, disable_existing_loggers=False)
-    from app.db import make_engine
     from app.settings import Settings
+    from app.store.db import make_engine
 
     url = context.get_x_argument(as_dictionary=True).get("db") or Settings().database_url
     engine = make_engine(url)

@@ -1,6 +1,6 @@
 """The one list of input formats: which parser applies to which uploaded file.
 
-Each entry names the role a matching file plays; app/ingest.py (Ingest._ingest_file) has one
+Each entry names the role a matching file plays; app/ingest/pipeline.py (Ingest._ingest_file) has one
 handler per role, since storing is not the parsers' business. Adding a format means a parser
 module, an entry here, and, for a new role, its handler there. Order matters: the first match wins.
 Inside a log, the dump formats (mlir_dump, llvm_dump) and timing reports are told apart by

@@ -20,7 +20,7 @@ The groups use the keys of the IR's hardware-op groups, so counts line up with t
 cuobjdump interleaves the encodings as ``/* 0x... */`` comments (one trailing each instruction and
 lines of their own); :func:`clean_cuobjdump_line` drops them so both tools' texts read alike.
 
-Pure: no ``app`` import, no subprocess (running the disassembler is ``app/disassembler.py``'s job).
+Pure: no ``app`` import, no subprocess (running the disassembler is ``app/ingest/disassembler.py``'s job).
 """
 
 from __future__ import annotations

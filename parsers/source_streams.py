@@ -209,7 +209,7 @@ class MeteredReader(Reader):
             raise Corrupt(self._path, describe(err)) from err
 
     # A plain file can be moved through without reading it: the ingest does so over a log whose
-    # records the log helper (app/log_prescan.py) read itself. Forward only, up to the file's end,
+    # records the log helper (app/ingest/log_prescan.py) read itself. Forward only, up to the file's end,
     # and every byte passed is charged as if it had been read.
     def seekable(self) -> bool:
         return self._compressed is None and getattr(self._inner, "seekable", lambda: False)()

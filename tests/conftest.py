@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import make_url, text
 
-from app.db import Database, make_engine
-from app.ingest import Ingest
-from app.queries import run_summary
+from app.ingest.pipeline import Ingest
+from app.insight.page_data import run_summary
+from app.store.db import Database, make_engine
 from app.urls import Urls
 
 # Servers started by tests do not recompress stored texts in the background (level 19 takes ~25 s
@@ -123,8 +123,8 @@ def map_indexes(database: Database, run_id: str | None = None) -> list:
     files and the IR lines of Python lines 1-119 of each."""
     from sqlalchemy import select
 
-    from app import source_map
-    from app.models import Compilation
+    from app.insight import source_map
+    from app.store.models import Compilation
 
     source_map.clear()
     query = select(Compilation).order_by(Compilation.pk)

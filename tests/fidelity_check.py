@@ -156,12 +156,12 @@ def _check_pages(client, report: Report, run: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     from fastapi.testclient import TestClient
 
-    from app.db import Database
-    from app.ingest import Ingest
-    from app.main import create_app
-    from app.queries import run_summary
+    from app.ingest.pipeline import Ingest
+    from app.insight.page_data import run_summary
     from app.settings import Settings
+    from app.store.db import Database
     from app.urls import Urls
+    from app.web.app import create_app
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--log", required=True)

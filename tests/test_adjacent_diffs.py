@@ -1,4 +1,4 @@
-"""Stored adjacent diffs (app/adjacent_diffs.py): what the background stores is exactly what the diff
+"""Stored adjacent diffs (app/insight/adjacent_diffs.py): what the background stores is exactly what the diff
 page would compute, the page is the same with and without the rows, and rows of other diff code or of
 deleted texts do not linger. On the real add_kernel capture (78 dumps); its pairs are small, so the
 size threshold is lowered to store them all."""
@@ -9,14 +9,16 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import delete, func, select, update
 
-from app import adjacent_diffs, diff, map_prep
-from app.db import Database
-from app.main import create_app
-from app.models import AdjacentDiff, Compilation, Snapshot
+from app import diff
+from app.insight import adjacent_diffs
+from app.insight import precompute as map_prep
 from app.render import blob_reader
-from app.retention import delete_run
 from app.settings import Settings
+from app.store.db import Database
+from app.store.models import AdjacentDiff, Compilation, Snapshot
+from app.store.retention import delete_run
 from app.urls import snapshot_id
+from app.web.app import create_app
 from tests.conftest import FIXTURES, fresh_db_url, ingest_paths
 
 FIXTURE = FIXTURES / "sm90_add_kernel_dump.log.gz"
@@ -101,7 +103,7 @@ def test_the_page_is_the_same_with_and_without_stored_rows(tmp_path, stored_ever
                     bodies.append(response.text)
             return bodies
 
-    from app.views import diffs
+    from app.web.views import diffs
 
     computed = []
 

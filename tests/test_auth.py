@@ -17,10 +17,10 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from app.auth import SESSION_COOKIE, create_token, hash_token, read_session, revoke_token, sign_session
-from app.main import create_app
-from app.models import ApiToken
 from app.settings import Settings
+from app.store.models import ApiToken
+from app.web.app import create_app
+from app.web.auth import SESSION_COOKIE, create_token, hash_token, read_session, revoke_token, sign_session
 from tests.conftest import FIXTURES, csrf_header, form_token, fresh_db_url
 
 FIXTURE_LOG = FIXTURES / "sm90_add_kernel_dump.log.gz"
@@ -238,7 +238,7 @@ def test_the_signing_key_is_generated_once_and_kept_private(tmp_path):
         first = key_file.read_text()
     with make_client(tmp_path / "again", data_dir=tmp_path / "data", db_url=client.app.state.db.url) as again:
         assert again.get("/-/whoami.json").status_code == 200
-        from app.auth import load_secret_key
+        from app.web.auth import load_secret_key
 
         assert load_secret_key(again.app.state.settings).decode() == first.strip()
     assert load_secret_key(Settings(secret_key="set-by-env", data_dir=tmp_path / "x")) == b"set-by-env"

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from app.blobs import BlobReader
-from app.models import InputRecord, Problem
+from app.store.blobs import BlobReader
+from app.store.models import InputRecord, Problem
 from parsers import log as log_scanner
 from parsers.log import MAX_LINE_BYTES, scan_log
 from parsers.records import Dump, GapBlock

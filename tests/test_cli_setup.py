@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from app.db import DriverMissing, database_url, make_engine
+from app.store.db import DriverMissing, database_url, make_engine
 from tests.conftest import REPO, fresh_db_url
 
 # Runs app.cli's main with the psycopg package made unimportable, as on a machine that installed

@@ -1,14 +1,14 @@
-"""Compaction (app/compaction.py): fresh packs merged, like texts side by side, every text as it was."""
+"""Compaction (app/store/compaction.py): fresh packs merged, like texts side by side, every text as it was."""
 
 from __future__ import annotations
 
 from sqlalchemy import select
 
-from app import blobs, compaction
-from app.blobs import CODEC_PACKED, CODEC_STRONG, CODEC_ZSTD, BlobReader
-from app.compaction import _chunks, _Member, _sort_keys, compact_pending
-from app.models import Blob, Compilation
-from app.retention import collect_all_blobs, delete_run
+from app.store import blobs, compaction
+from app.store.blobs import CODEC_PACKED, CODEC_STRONG, CODEC_ZSTD, BlobReader
+from app.store.compaction import _chunks, _Member, _sort_keys, compact_pending
+from app.store.models import Blob, Compilation
+from app.store.retention import collect_all_blobs, delete_run
 from tests.conftest import corpus_archive, ingest_paths
 from tests.test_recompress import codecs, every_text
 

@@ -13,11 +13,11 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 
-from app.compare import PassStep, align, first_divergence, fold, pairable
-from app.db import Database
-from app.main import create_app
-from app.models import Run
+from app.insight.pass_alignment import PassStep, align, first_divergence, fold, pairable
 from app.settings import Settings
+from app.store.db import Database
+from app.store.models import Run
+from app.web.app import create_app
 from tests.conftest import FIXTURES, corpus_archive, fresh_db_url, ingest_paths
 
 ARCHIVES = ("gpu_autotune", "old_3.1_sm90", "sm90_mix", "sm90_nodump")
@@ -66,7 +66,7 @@ def steps_of(client: TestClient, run: dict, ordinal: int) -> tuple[list[PassStep
 
 def lcs_length(a: list[PassStep], b: list[PassStep]) -> int:
     """The longest common subsequence's length by plain recursion over (i, j), memoized: written
-    independently of app.compare (no prefix/suffix trimming, no identical-pair weights)."""
+    independently of app.insight.pass_alignment (no prefix/suffix trimming, no identical-pair weights)."""
 
     @cache
     def best(i: int, j: int) -> int:

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from app.db import Database, make_engine
-from app.queries import run_summary
+from app.insight.page_data import run_summary
+from app.store.db import Database, make_engine
 from app.urls import Urls
 from tests.conftest import CORPUS, FIXTURES, REPO, fresh_db_url
 
@@ -117,7 +117,7 @@ def _check_consistent(db_url: str, expected_run: str) -> dict[str, int]:
     database = Database(db_url, upgrade=False)
     try:
         with database.session() as session:
-            from app.models import Run
+            from app.store.models import Run
 
             for run_id in run_ids:
                 assert _normal(run_summary(session, session.get(Run, run_id), Urls())) == expected_run

@@ -1,7 +1,7 @@
 """CSRF protection on every state-changing route, and ids that cannot be guessed.
 
 The routes are enumerated from the app, so a new POST/PATCH/DELETE route is covered (or fails here
-until its path parameters are known). See app/security.py for the two layers.
+until its path parameters are known). See app/web/security.py for the two layers.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from app.main import create_app
-from app.security import SECURITY_HEADERS
 from app.settings import Settings
+from app.web.app import create_app
+from app.web.security import SECURITY_HEADERS
 from tests.conftest import FIXTURES, form_token, fresh_db_url
 
 FIXTURE_LOG = FIXTURES / "sm90_add_kernel_dump.log.gz"

@@ -30,8 +30,8 @@ from app.diff import (
     match_blocks,
     split_lines,
 )
-from app.views.diff_rows import _mark_html
-from app.views.diffs import hunks_json
+from app.web.views.diff_rows import _mark_html
+from app.web.views.diffs import hunks_json
 from parsers.log import scan_log
 from parsers.records import Dump
 from tests.conftest import FIXTURES

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.db import Database
 from app.diff import apply_hunks, split_lines
-from app.main import create_app
 from app.settings import Settings
+from app.store.db import Database
 from app.urls import snapshot_id
-from app.views import diff_rows
+from app.web.app import create_app
+from app.web.views import diff_rows
 from tests.conftest import FIXTURES, fresh_db_url, ingest_paths
 
 FIXTURE = FIXTURES / "sm90_add_kernel_dump.log.gz"

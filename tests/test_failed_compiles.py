@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.main import create_app
 from app.settings import Settings
+from app.web.app import create_app
 from parsers.log import body_damage, scan_log
 from parsers.mlir_dump import parse_header
 from parsers.records import Dump, GapBlock
@@ -55,7 +55,7 @@ def _banners(path: Path) -> dict[str, int]:
 def runs(tmp_path_factory):
     """Each fixture ingested with the kernels' source (so diagnostics can name functions), and the AMD
     one also without it."""
-    from app.db import Database
+    from app.store.db import Database
 
     tmp = tmp_path_factory.mktemp("failed-compiles")
     database = Database(fresh_db_url(tmp))
@@ -225,7 +225,7 @@ def test_a_failed_dump_without_a_module_takes_the_reproducer(tmp_path):
     """When the "IR Dump After X Failed" body holds only aliases and #loc lines (as reported for
     Triton 3.8), the reproducer's module printed before it is the IR at the failure. The real failed
     dump is cut down to those lines here, the rest of the log as captured."""
-    from app.db import Database
+    from app.store.db import Database
 
     lines = gzip.decompress(NVIDIA_38.read_bytes()).decode().split("\n")
     banner = next(i for i, line in enumerate(lines) if " Failed: " in line and line.startswith("// -----// "))
@@ -242,7 +242,7 @@ def test_a_failed_dump_without_a_module_takes_the_reproducer(tmp_path):
             from sqlalchemy import select
 
             from app import render
-            from app.models import Compilation, Snapshot
+            from app.store.models import Compilation, Snapshot
 
             last = session.scalars(
                 select(Snapshot).join(Compilation).where(Compilation.run_id == run["run"], Compilation.ordinal == clc["id"])
@@ -262,7 +262,7 @@ def test_a_failed_dump_without_a_module_takes_the_reproducer(tmp_path):
 def test_llvm_error_right_under_an_llvm_dump_ends_that_dump(tmp_path):
     """With LLVM_IR_ENABLE_DUMP=1 the fatal error follows the last LLVM dump's closing brace directly:
     the dump stays whole, and the error is the compilation's."""
-    from app.db import Database
+    from app.store.db import Database
 
     fixture = FIXTURES / "triton38_llvm_error_with_llvm_dumps.log.gz"
     database = Database(fresh_db_url(tmp_path))

@@ -12,8 +12,8 @@ import lzma
 import pytest
 from fastapi.testclient import TestClient
 
-from app.main import create_app
 from app.settings import Settings
+from app.web.app import create_app
 from tests.conftest import FIXTURES, form_token, fresh_db_url
 from tests.fidelity_check import check_run, count_banners
 

@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from app.disassembler import find_disassembler
+from app.ingest.disassembler import find_disassembler
 from app.settings import Settings
 from tests.conftest import REPO, fresh_db_url
 

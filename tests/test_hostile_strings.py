@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.main import create_app
-from app.security import SECURITY_HEADERS
 from app.settings import Settings
+from app.web.app import create_app
+from app.web.security import SECURITY_HEADERS
 from tests import hostile_capture as hostile
 from tests.conftest import fresh_db_url
 

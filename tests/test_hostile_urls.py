@@ -21,8 +21,8 @@ from urllib.parse import quote, urlencode
 import pytest
 from fastapi.testclient import TestClient
 
-from app.main import create_app
 from app.settings import Settings
+from app.web.app import create_app
 from tests.conftest import FIXTURES, REPO, fresh_db_url
 
 HOSTILE = [

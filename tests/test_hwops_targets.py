@@ -125,7 +125,7 @@ def test_ptx_file_is_counted_like_the_asm_it_came_from():
 
 
 def test_the_bytes_path_finds_the_groups_the_text_path_finds():
-    """The op index reads inline assembly from a text's bytes (app/op_terms.py); on the real texts,
+    """The op index reads inline assembly from a text's bytes (app/insight/op_terms.py); on the real texts,
     and on copies where one string is hidden behind a word character or glued to another, it must
     give what the str path gives."""
     texts = [LLVM_DIALECT, LLIR_CALLS, GFX942_TTIR]

@@ -1,5 +1,6 @@
-"""No two modules of app/ and parsers/ import each other, directly or round a longer circle: imports
-inside functions and under TYPE_CHECKING count too, since a circle there is a circle of design."""
+"""No two modules of app/ and parsers/ import each other, directly or round a longer circle, and no
+module imports against the layer order (docs/architecture.md): imports inside functions and under
+TYPE_CHECKING count too, since a circle or an upward import there is one of design."""
 
 import ast
 from pathlib import Path
@@ -72,7 +73,7 @@ def test_find_cycle_sees_a_circle():
 
 def test_no_module_of_app_or_parsers_imports_itself_round_a_circle():
     graph = import_graph()
-    assert "app.ingest" in graph and "app.ingest_state" in graph["app.linking"]
+    assert "app.ingest.pipeline" in graph and "app.ingest.state" in graph["app.ingest.linking"]
     assert find_cycle(graph) is None, " → ".join(find_cycle(graph) or [])
 
 
@@ -80,3 +81,49 @@ def test_parsers_never_import_app():
     graph = import_graph()
     assert not [(name, sorted(targets)) for name, targets in graph.items()
                 if name.startswith("parsers") and any(target.startswith("app") for target in targets)]
+
+
+# Lower layers first. A module may import its own layer and those below it, never one above.
+LAYERS = (
+    ("parsers",),
+    ("app.layouts", "app.highlight", "app.diff", "app.urls", "app.helper_process"),
+    ("app.store",),
+    ("app.settings", "app.render"),
+    ("app.insight",),
+    ("app.ingest",),
+    ("app.web",),
+    ("app.cli",),
+)
+
+
+def layer_of(module: str) -> int:
+    for rank, prefixes in enumerate(LAYERS):
+        if any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes):
+            return rank
+    raise AssertionError(f"{module} belongs to no layer: add it to LAYERS (or to a room)")
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Each import from a module of a lower layer into a higher one, as 'low -> high'."""
+    return sorted(f"{name} -> {target}" for name, targets in graph.items() for target in targets
+                  if target != "app" and layer_of(target) > layer_of(name))
+
+
+def test_upward_imports_sees_a_violation():
+    assert upward_imports({"app.store.blobs": {"app.web.page_cache"}, "app.web.page_cache": set()}) == [
+        "app.store.blobs -> app.web.page_cache"]
+    assert upward_imports({"app.web.app": {"app.store.db"}, "app.store.db": set()}) == []
+
+
+def test_no_module_imports_against_the_layer_order():
+    graph = import_graph()
+    assert upward_imports(graph) == []
+
+
+def test_app_shows_its_rooms():
+    """At most 12 modules directly in app/; every room says its job and what it may import."""
+    top = [path for path in (ROOT / "app").glob("*.py")]
+    assert len(top) <= 12, sorted(path.name for path in top)
+    for init in (ROOT / "app").glob("*/__init__.py"):
+        docstring = ast.get_docstring(ast.parse(init.read_text())) or ""
+        assert "import" in docstring, f"{init.parent.name}: its docstring must say what it may import"

@@ -11,9 +11,9 @@ import sys
 import pytest
 from sqlalchemy import func, select
 
-from app.blobs import BlobReader
-from app.ingest import Ingest, IngestError
-from app.models import Blob, Compilation, InputRecord, Problem, Snapshot
+from app.ingest.pipeline import Ingest, IngestError
+from app.store.blobs import BlobReader
+from app.store.models import Blob, Compilation, InputRecord, Problem, Snapshot
 from tests.conftest import FIXTURES, REPO, corpus_archive, ingest_paths
 
 LOG = gzip.decompress((FIXTURES / "sm90_add_kernel_dump.log.gz").read_bytes())
@@ -186,8 +186,8 @@ def test_cli_refuses_a_missing_path_and_ingests_nothing(tmp_path):
 
 
 def test_a_failed_ingest_leaves_no_partial_run(db, tmp_path, monkeypatch):
-    from app import run_writer as ingest_module
-    from app.models import Run
+    from app.ingest import run_writer as ingest_module
+    from app.store.models import Run
 
     def explode(*args, **kwargs):
         raise RuntimeError("killed mid-ingest")

@@ -73,7 +73,7 @@ def test_verifier_error_becomes_a_failed_compilation(corpus_runs):
 def test_timing_reports_give_per_pass_times(corpus_runs, session_db):
     from sqlalchemy import select
 
-    from app.models import Compilation, Timing
+    from app.store.models import Compilation, Timing
 
     run = corpus_runs["sm90_timing"]
     (compilation,) = run["compilations"]

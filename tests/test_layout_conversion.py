@@ -101,8 +101,8 @@ def test_layout_json_answers_the_conversion():
 
     from fastapi.testclient import TestClient
 
-    from app.main import create_app
     from app.settings import Settings
+    from app.web.app import create_app
     from tests.conftest import fresh_db_url
 
     fx = next(f for f in fixtures() if f["shuffles"])
@@ -120,8 +120,8 @@ def test_compilation_and_snapshot_pages_count_conversions(tmp_path):
     snapshot lists each convert_layout with its cost and a link that draws it."""
     from fastapi.testclient import TestClient
 
-    from app.main import create_app
     from app.settings import Settings
+    from app.web.app import create_app
     from tests.conftest import form_token, fresh_db_url
 
     archive = corpus_archive("sm90_mix")

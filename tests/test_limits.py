@@ -24,9 +24,9 @@ import zstandard
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from app.main import create_app
-from app.models import Blob, Run
 from app.settings import Settings
+from app.store.models import Blob, Run
+from app.web.app import create_app
 from bench.server import serve
 from bench.stress import upload_bytes
 from tests.conftest import FIXTURES, REPO, fresh_db_url

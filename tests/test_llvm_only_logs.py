@@ -33,7 +33,7 @@ def _compiles(text: bytes) -> list[tuple[str, str, int]]:
 
 
 def test_each_compile_of_an_llvm_only_log_is_one_compilation(tmp_path):
-    from app.db import Database
+    from app.store.db import Database
 
     log = tmp_path / "llvm_only.log"
     log.write_bytes(lzma.decompress(LOG.read_bytes()))

@@ -1,4 +1,4 @@
-"""The log scan's helper process (app/log_prescan.py): the same records as a scan in this process,
+"""The log scan's helper process (app/ingest/log_prescan.py): the same records as a scan in this process,
 whether the helper runs, cannot start, exits at once or dies half-way through a file; the ingest's
 rows are the same with it and without it; and the file is read to its end either way. Logs are
 real captures (tests/fixtures), some cut or mixed with junk as real logs are."""
@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from app import log_prescan
-from app.db import Database
-from app.log_prescan import LogPrescan
-from app.models import Banner, Compilation, CompilationTerm, OpTerm, Problem, Snapshot
-from app.op_terms import blob_terms
+from app.ingest import log_prescan
+from app.ingest.log_prescan import LogPrescan
+from app.insight.op_terms import blob_terms
+from app.store.db import Database
+from app.store.models import Banner, Compilation, CompilationTerm, OpTerm, Problem, Snapshot
 from parsers.log import scan_log
 from parsers.records import Dump
 from tests.conftest import FIXTURES, fresh_db_url, ingest_paths
@@ -26,7 +26,7 @@ from tests.conftest import FIXTURES, fresh_db_url, ingest_paths
 # A helper that stops after sending its first ~300 KB, as if killed: the ingest must finish the file.
 _DIES_HALF_WAY = """
 import os, sys
-from app import log_prescan
+from app.ingest import log_prescan
 class Dying:
     def __init__(self, out): self.out, self.sent = out, 0
     def write(self, data):
@@ -211,9 +211,9 @@ def test_an_upload_to_the_server_is_scanned_by_the_helper(logs, tmp_path, monkey
     which finds its terms too; the run's rows equal those of the same upload scanned in process."""
     from fastapi.testclient import TestClient
 
-    from app.main import create_app
     from app.settings import Settings
-    from app.views import runs as runs_view
+    from app.web.app import create_app
+    from app.web.views import runs as runs_view
     from tests.conftest import form_token
 
     started: list[LogPrescan | None] = []

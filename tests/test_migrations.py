@@ -18,7 +18,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import inspect, select, text
 from sqlalchemy.engine import Engine
 
-from app.db import (
+from app.settings import Settings
+from app.store.db import (
     INITIAL_REVISION,
     SCHEMA_REVISION,
     Database,
@@ -27,10 +28,9 @@ from app.db import (
     make_engine,
     migration_connection,
 )
-from app.db import upgrade_schema as upgrade
-from app.main import create_app
-from app.models import Base
-from app.settings import Settings
+from app.store.db import upgrade_schema as upgrade
+from app.store.models import Base
+from app.web.app import create_app
 from tests.conftest import fresh_db_url
 
 RUN_ID = "0123456789abcdef0123456789abcdef"
@@ -175,7 +175,7 @@ def check_data_survived(url: str, tmp_path: Path) -> None:
             assert [bytes(h) for h in connection.scalars(text(
                 "SELECT b.hash FROM snapshots s JOIN blobs b ON b.id = s.blob_id ORDER BY s.compilation_pk, s.\"index\""))] == [
                 bytes.fromhex(BLOB), bytes.fromhex(SLICE)]
-            # ... and store the stage's name as its place in app/models.py's STAGE_NAMES
+            # ... and store the stage's name as its place in app/store/models.py's STAGE_NAMES
             assert connection.scalars(text('SELECT stage FROM snapshots ORDER BY "index"')).all() == ["\x01", "\x01"]
             # Revision 0015: a cache folder's file by its path below the folder, no hash beside `blob`
             assert connection.execute(text("SELECT path, in_folder, sha256 FROM artifacts ORDER BY pk")).all() == [
@@ -287,8 +287,8 @@ def test_banner_fields_survive_a_downgrade_to_0010_and_back_and_line_indexes_are
     """Revision 0011 moves the banner's fields onto its row: a real capture's snapshots show the same
     fields at 0010 and at 0011 again. Its line indexes (derived rows) are dropped both ways with the
     runs' "prepared" mark, and the preparation makes the same indexes again."""
-    from app import map_prep
-    from app.models import Compilation
+    from app.insight import precompute as map_prep
+    from app.store.models import Compilation
     from tests.conftest import corpus_archive, ingest_paths, map_indexes
 
     def metadata(database: Database) -> list:
@@ -346,7 +346,7 @@ def test_banner_fields_survive_a_downgrade_to_0010_and_back_and_line_indexes_are
 def test_a_new_sqlite_file_gets_2k_pages_and_an_existing_one_keeps_its_own(tmp_path):
     import sqlite3
 
-    from app.db import SQLITE_PAGE_SIZE
+    from app.store.db import SQLITE_PAGE_SIZE
 
     old = tmp_path / "old.db"
     with sqlite3.connect(old) as connection:  # a file made by another program, 4 KB pages
@@ -380,7 +380,7 @@ def test_the_recompression_index_is_partial_both_ways_and_the_models_load_no_pos
         finally:
             engine.dispose()
     # PostgreSQL's dialect is loaded by a PostgreSQL engine only (~50 ms of every CLI command otherwise).
-    probe = "import sys, app.db, app.ingest; print('sqlalchemy.dialects.postgresql' in sys.modules)"
+    probe = "import sys, app.store.db, app.ingest.pipeline; print('sqlalchemy.dialects.postgresql' in sys.modules)"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "False"
 
@@ -388,7 +388,7 @@ def test_the_recompression_index_is_partial_both_ways_and_the_models_load_no_pos
 def test_line_indexes_go_from_hashes_to_blob_ids_and_back_and_lose_their_orphans(tmp_path):
     """Revision 0016 keys `line_indexes` by blob id. An index whose blob is gone (left by a deletion
     before 0016) is dropped, with the pack only it used; the others read the same after both ways."""
-    from app import map_prep
+    from app.insight import precompute as map_prep
     from tests.conftest import corpus_archive, ingest_paths, map_indexes
 
     url = fresh_db_url(tmp_path)

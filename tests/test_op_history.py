@@ -8,11 +8,11 @@ import itertools
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from app.blobs import BlobReader
-from app.main import create_app
-from app.models import Compilation
-from app.op_history import history, op_lines, target_from_line, target_from_value
+from app.insight.op_history import history, op_lines, target_from_line, target_from_value
 from app.settings import Settings
+from app.store.blobs import BlobReader
+from app.store.models import Compilation
+from app.web.app import create_app
 
 PICKS_PER_SNAPSHOT = 4
 

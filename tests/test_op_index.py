@@ -10,17 +10,17 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import delete, func, select, update
 
-from app.blobs import BlobReader
 from app.cli import main as cli_main
-from app.db import Database
 from app.highlight.hwops import count_groups
-from app.main import create_app
-from app.models import Banner, Compilation, CompilationTerm, OpTerm, Run, Snapshot
-from app.op_index import blob_terms, first_last, query_names, unindexed_runs
-from app.op_search import search_compilations, split_query
-from app.retention import delete_run
+from app.insight.op_index import blob_terms, first_last, query_names, unindexed_runs
+from app.insight.op_search import search_compilations, split_query
 from app.settings import Settings
+from app.store.blobs import BlobReader
+from app.store.db import Database
+from app.store.models import Banner, Compilation, CompilationTerm, OpTerm, Run, Snapshot
+from app.store.retention import delete_run
 from app.urls import Urls
+from app.web.app import create_app
 from tests.conftest import corpus_archive, ingest_paths
 
 _NAME = re.compile(r"[a-z_][\w$]*(?:\.[\w$]+)+")

@@ -8,11 +8,11 @@ import re
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from app.blobs import BlobReader
-from app.main import create_app
-from app.models import Banner, Compilation, Snapshot
-from app.pass_charts import BLOWUP_RATIO, MIN_LINES_DELTA, element_bits, measure, outliers
+from app.insight.pass_charts import BLOWUP_RATIO, MIN_LINES_DELTA, element_bits, measure, outliers
 from app.settings import Settings
+from app.store.blobs import BlobReader
+from app.store.models import Banner, Compilation, Snapshot
+from app.web.app import create_app
 
 _SPARK = re.compile(r'<svg class="spark"')
 _HIT = re.compile(r'class="spark-hit"')

@@ -17,10 +17,10 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from app.blobs import BlobReader
-from app.main import create_app
-from app.models import Compilation, Snapshot
 from app.settings import Settings
+from app.store.blobs import BlobReader
+from app.store.models import Compilation, Snapshot
+from app.web.app import create_app
 from parsers import scopes
 from parsers.log import scan_log
 from parsers.records import Dump

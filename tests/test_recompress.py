@@ -1,4 +1,4 @@
-"""Background recompression (app/recompress.py): smaller frames, the same texts, idempotent."""
+"""Background recompression (app/store/recompress.py): smaller frames, the same texts, idempotent."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import time
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from app import blobs
-from app.blobs import CODEC_STRONG, CODEC_ZSTD, BlobReader
-from app.main import create_app
-from app.models import Artifact, Blob, InputRecord, Snapshot
-from app.recompress import recompress_pending
 from app.settings import Settings
-from app.views.runs import _log_lines
+from app.store import blobs
+from app.store.blobs import CODEC_STRONG, CODEC_ZSTD, BlobReader
+from app.store.models import Artifact, Blob, InputRecord, Snapshot
+from app.store.recompress import recompress_pending
+from app.web.app import create_app
+from app.web.views.runs import _log_lines
 from tests.conftest import REPO, corpus_archive, ingest_paths
 
 

@@ -1,4 +1,4 @@
-"""app/render.py on real Triton output: highlighting, locations, layouts, hardware ops, caching."""
+"""app/render/ on real Triton output: highlighting, locations, layouts, hardware ops, caching."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import select
 
 from app import render
-from app.blobs import BlobReader
-from app.models import Compilation, Snapshot
+from app.store.blobs import BlobReader
+from app.store.models import Compilation, Snapshot
 from tests.conftest import FIXTURES, corpus_archive, ingest_paths
 
 LOC_FIXTURES = FIXTURES / "loc"
@@ -192,7 +192,7 @@ def test_etags_change_with_the_blob_and_the_variant():
 @pytest.fixture(scope="module")
 def sm90_matmul_descriptor(tmp_path_factory):
     """The TMA kernel of sm90_mix: its snapshots' texts by pass index."""
-    from app.db import Database
+    from app.store.db import Database
     from tests.conftest import fresh_db_url
 
     database = Database(fresh_db_url(tmp_path_factory.mktemp("render-db")))

@@ -11,12 +11,12 @@ from datetime import UTC, datetime, timedelta
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select, update
 
-from app.blobs import BlobWriter
-from app.db import Database
-from app.main import create_app
-from app.models import Blob, Run
-from app.retention import apply_retention, collect_all_blobs, delete_run, expired_runs, run_blobs
 from app.settings import Settings
+from app.store.blobs import BlobWriter
+from app.store.db import Database
+from app.store.models import Blob, Run
+from app.store.retention import apply_retention, collect_all_blobs, delete_run, expired_runs, run_blobs
+from app.web.app import create_app
 from tests.conftest import FIXTURES, corpus_archive, fresh_db_url, ingest_paths, map_indexes
 
 FIXTURE_LOG = FIXTURES / "sm90_add_kernel_dump.log.gz"
@@ -76,7 +76,7 @@ def test_a_deleted_runs_rows_are_all_gone_and_the_rest_still_reads(tmp_path):
         assert response.status_code == 200
         assert response.json() == {"deleted": drop["run"], "title": "drop", "blobs_removed": 0}
         with db.session() as session:
-            from app.models import Compilation, Diagnostic, InputRecord, Problem, Snapshot, Source
+            from app.store.models import Compilation, Diagnostic, InputRecord, Problem, Snapshot, Source
 
             for model in (Compilation, Diagnostic, InputRecord, Problem, Source):
                 assert not session.scalar(
@@ -172,8 +172,8 @@ def test_delete_command_removes_runs_by_id(db):
 def test_packs_live_while_any_of_their_texts_is_used(db, tmp_path):
     """New texts are stored as slices of zstd packs: collecting must keep a pack that a kept row
     points into, and free it once the last slice goes."""
-    from app.blobs import BlobReader
-    from app.models import Compilation, Snapshot
+    from app.store.blobs import BlobReader
+    from app.store.models import Compilation, Snapshot
 
     archive = corpus_archive("sm90_llvm")
     first = ingest_paths(db, [archive])
@@ -195,8 +195,8 @@ def test_packs_live_while_any_of_their_texts_is_used(db, tmp_path):
 
 
 def test_deleting_a_run_deletes_its_texts_map_line_indexes_and_their_packs(db):
-    from app import map_prep
-    from app.models import LineIndex, LineIndexPack
+    from app.insight import precompute as map_prep
+    from app.store.models import LineIndex, LineIndexPack
 
     def counts() -> tuple[int, int]:
         with db.session() as session:

@@ -1,4 +1,4 @@
-"""How rows are encoded (app/models.py): a snapshot's stage and scope kind are stored as one character
+"""How rows are encoded (app/store/models.py): a snapshot's stage and scope kind are stored as one character
 when known, as themselves otherwise; snapshots and pack slices name their blob by id and read its
 hash back, in every form of query."""
 
@@ -8,7 +8,7 @@ import gzip
 
 from sqlalchemy import Column, Integer, MetaData, Table, create_engine, func, insert, select, text
 
-from app.models import STAGE_NAMES, Blob, Compilation, Interned, Snapshot
+from app.store.models import STAGE_NAMES, Blob, Compilation, Interned, Snapshot
 from tests.conftest import FIXTURES, ingest_paths
 
 

@@ -13,12 +13,12 @@ from fastapi.testclient import TestClient
 from pygments.token import Keyword, Text, Whitespace
 from sqlalchemy import select
 
-from app.db import Database
-from app.disassembler import Disassembler, find_disassembler
 from app.highlight import lexer_for
-from app.main import create_app
-from app.models import Artifact
+from app.ingest.disassembler import Disassembler, find_disassembler
 from app.settings import Settings
+from app.store.db import Database
+from app.store.models import Artifact
+from app.web.app import create_app
 from parsers import sass
 from parsers.loc import resolve
 from tests.conftest import FIXTURES, fresh_db_url, ingest_paths

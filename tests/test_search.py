@@ -6,12 +6,12 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 
-from app.db import Database
-from app.main import create_app
-from app.models import Run
-from app.search import parse_query, search_runs
+from app.insight.run_search import parse_query, search_runs
 from app.settings import Settings
+from app.store.db import Database
+from app.store.models import Run
 from app.urls import Urls
+from app.web.app import create_app
 from tests.conftest import FIXTURES, corpus_archive, fresh_db_url, ingest_paths
 
 FIXTURE_LOG = FIXTURES / "sm90_add_kernel_dump.log.gz"
@@ -92,7 +92,7 @@ def test_search_pages_list_only_what_the_reader_may_see(tmp_path):
         assert anonymous.status_code == 200
         assert [run["title"] for run in anonymous.json()["runs"]] == ["bob listed"]
         assert anonymous.json()["q"] == "add_kernel" and anonymous.json()["count"] == 1
-        from app.auth import create_token
+        from app.web.auth import create_token
 
         with db.session() as session:
             token = create_token(session, "alice")

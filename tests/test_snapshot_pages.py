@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.db import Database
 from app.highlight.hwops import GROUPS
-from app.main import create_app
 from app.settings import Settings
+from app.store.db import Database
 from app.urls import Urls, snapshot_id
+from app.web.app import create_app
 from tests.conftest import FIXTURES, corpus_archive, fresh_db_url, ingest_paths
 
 SNAPSHOT_KEYS = {"index", "pass", "pass_arg", "kind", "scope", "changed", "id", "url", "raw_url"}
@@ -422,7 +422,7 @@ DEFERRED = re.compile(r'<div class="pl-defer" data-start="(\d+)" data-count="(\d
 
 
 def test_a_long_python_file_lays_out_a_window_and_keeps_every_other_line_in_templates(sm90):
-    from app import source_window
+    from app.web import source_window
 
     client, run = sm90
     snapshot = largest_snapshot(client, run)
@@ -497,8 +497,8 @@ def test_a_deleted_runs_cached_pages_are_404(tmp_path):
 def test_a_run_deleted_by_another_worker_is_404_once_the_recheck_time_passes(tmp_path, monkeypatch):
     """Another worker process deletes the run: nothing tells this one, whose cached pages trust their
     last lookup for RECHECK_SECONDS and then look again."""
-    from app import page_cache
-    from app.retention import _delete_rows
+    from app.store.retention import _delete_rows
+    from app.web import page_cache
 
     client, run = make_site(tmp_path, [FIXTURES / "sm90_add_kernel_dump.log.gz"])
     with client:
@@ -521,8 +521,8 @@ def test_a_run_deleted_by_another_worker_is_404_once_the_recheck_time_passes(tmp
 def test_a_cached_page_is_answered_before_routing(tmp_path, monkeypatch):
     """A repeat GET of a cached page is answered by the page cache's middleware, without a database
     session or the view; once its runs' lookup is stale it looks them up again, with a session."""
-    from app import page_cache
-    from app.views import snapshots
+    from app.web import page_cache
+    from app.web.views import snapshots
 
     client, run = make_site(tmp_path, [FIXTURES / "sm90_add_kernel_dump.log.gz"])
     with client:

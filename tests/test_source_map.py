@@ -1,4 +1,4 @@
-"""The map page's per-pass indexes (app/source_map.py) give exactly the snapshot page's locations.
+"""The map page's per-pass indexes (app/insight/source_map.py) give exactly the snapshot page's locations.
 
 LLVM dumps are counted per !dbg node there, not resolved line by line; these tests hold the two
 roads to the same answer on every snapshot of real captures: the corpus's sm90_llvm (MLIR dumps,
@@ -10,10 +10,12 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from app import map_prep, render, source_map
-from app.db import Database
-from app.models import Compilation, LineIndex
-from app.views.snapshots import _snapshot_analysis, _text_loader
+from app import render
+from app.insight import precompute as map_prep
+from app.insight import source_map
+from app.store.db import Database
+from app.store.models import Compilation, LineIndex
+from app.web.views.snapshots import _snapshot_analysis, _text_loader
 from tests.conftest import FIXTURES, corpus_archive, fresh_db_url, ingest_paths
 from tests.test_snapshot_pages import get_json, make_site
 
@@ -25,7 +27,7 @@ def _expected(session, compilation, snapshot) -> dict[tuple[str, int], list[int]
 @pytest.mark.parametrize("stored", [True, False], ids=["prepared-after-ingest", "computed-on-first-visit"])
 @pytest.mark.parametrize("capture", ["sm90_llvm", "fixture"])
 def test_pass_indexes_equal_the_snapshot_pages_locations(tmp_path, capture, stored):
-    """Indexes prepared once the run is stored (app/map_prep.py), and those the page computes for a
+    """Indexes prepared once the run is stored (app/insight/precompute.py), and those the page computes for a
     run not prepared yet."""
     path = FIXTURES / "sm90_add_kernel_dump.log.gz" if capture == "fixture" else corpus_archive(capture)
     database = Database(fresh_db_url(tmp_path))
@@ -82,7 +84,7 @@ def test_function_scope_llvm_dumps_are_on_the_map(tmp_path):
 
 
 def test_the_server_prepares_each_stored_run_once(tmp_path):
-    """app/map_prep.py: a stored run is pending until its map indexes are stored, then marked."""
+    """app/insight/precompute.py: a stored run is pending until its map indexes are stored, then marked."""
     database = Database(fresh_db_url(tmp_path))
     try:
         run = ingest_paths(database, [FIXTURES / "sm90_add_kernel_dump.log.gz"])
@@ -98,7 +100,7 @@ def test_the_server_prepares_each_stored_run_once(tmp_path):
 def test_a_visit_and_the_background_prep_may_index_the_same_run_at_once(tmp_path, monkeypatch):
     """Both read that no index exists, then both store one: the second store keeps the first's rows
     instead of failing on the primary key (as a map visit did on PostgreSQL during the prep)."""
-    from app import line_index
+    from app.insight import line_index
 
     database = Database(fresh_db_url(tmp_path))
     try:

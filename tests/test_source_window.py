@@ -1,10 +1,10 @@
-"""Which lines of a Python source pane the snapshot page lays out at once (app/source_window.py)."""
+"""Which lines of a Python source pane the snapshot page lays out at once (app/web/source_window.py)."""
 
 from __future__ import annotations
 
 import itertools
 
-from app.source_window import AFTER, BEFORE, BLOCK, WHOLE, source_blocks
+from app.web.source_window import AFTER, BEFORE, BLOCK, WHOLE, source_blocks
 
 
 def test_source_blocks_cover_every_line_once_around_the_first_mapped_one():

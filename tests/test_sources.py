@@ -701,9 +701,9 @@ def test_timeout_stops_the_walk_as_bytes_are_read(monkeypatch: pytest.MonkeyPatc
 
 
 def test_skipping_a_plain_file_seeks_and_counts_what_it_passes_like_a_read(tmp_path: Path) -> None:
-    """What the ingest does over a log the log helper read (app/log_prescan.py): the bytes passed are
+    """What the ingest does over a log the log helper read (app/ingest/log_prescan.py): the bytes passed are
     counted and charged as if read, up to the file's end; a gzip stream cannot seek and is read."""
-    from app.file_streams import PrefixedStream
+    from app.ingest.file_streams import PrefixedStream
 
     data = bytes(range(256)) * 4096  # 1 MiB
     plain = tmp_path / "plain.log"

@@ -1,4 +1,4 @@
-"""The op index's helper process (app/term_scan.py): the same term sets as a scan in this process,
+"""The op index's helper process (app/insight/op_term_scan.py): the same term sets as a scan in this process,
 whether the helper runs, cannot start, or dies half-way; and an ingest's index rows are the same
 with it and without it. Texts come from corpus logs."""
 
@@ -11,11 +11,11 @@ import time
 import pytest
 from sqlalchemy import select
 
-from app import ingest as ingest_module
-from app.db import Database
-from app.models import Compilation, CompilationTerm, OpTerm
-from app.op_terms import blob_terms
-from app.term_scan import TermScanner
+from app.ingest import pipeline as ingest_module
+from app.insight.op_term_scan import TermScanner
+from app.insight.op_terms import blob_terms
+from app.store.db import Database
+from app.store.models import Compilation, CompilationTerm, OpTerm
 from parsers.log import scan_log
 from parsers.records import Dump
 from tests.conftest import corpus_archive, fresh_db_url, ingest_paths

@@ -24,9 +24,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from app import render
-from app.main import create_app
-from app.models import Compilation, InputRecord, Launch, Source
 from app.settings import Settings
+from app.store.models import Compilation, InputRecord, Launch, Source
+from app.web.app import create_app
 from parsers import tritonparse as tp
 from tests.conftest import FIXTURES, form_token, fresh_db_url, ingest_paths
 

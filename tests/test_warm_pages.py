@@ -1,4 +1,4 @@
-"""app/warm_pages.py: a starting server renders one small snapshot page of each kind, and a line
+"""app/web/warm_pages.py: a starting server renders one small snapshot page of each kind, and a line
 window of it, through the app itself (so its first visitor does not pay one-time costs)."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 from sqlalchemy import select
 
-from app.db import Database
-from app.main import create_app
-from app.models import Banner, Snapshot
 from app.settings import Settings
-from app.warm_pages import MIN_LINES, warm_paths, warm_up
+from app.store.db import Database
+from app.store.models import Banner, Snapshot
+from app.web.app import create_app
+from app.web.warm_pages import MIN_LINES, warm_paths, warm_up
 from tests.conftest import FIXTURES, fresh_db_url, ingest_paths
 
 

@@ -1,4 +1,5 @@
 """Syntax highlighting and IR explanations: pure functions of IR text, no database or web code.
+May import `parsers/` and `app.layouts` only.
 
 * :func:`lexer_for` gives the (shared, cached) Pygments lexer for a kind of file or snapshot.
 * :mod:`app.highlight.mlir_lexer`: TTIR, TTGIR, Gluon IR and the LLVM dialect.

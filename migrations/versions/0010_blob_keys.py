@@ -18,7 +18,7 @@ depends_on = None
 
 # b"<64 hex digits>:<offset>": the offset starts at byte 66 (SQL counts from 1)
 _OLD_FORM = "codec = 'zpack' AND length(data) > 65"
-# every sha256 column, by table (app/models.py: HexHash)
+# every sha256 column, by table (app/store/models.py: HexHash)
 _HASHES = {
     "blobs": ("hash", "pack"),
     "line_indexes": ("blob",),
@@ -89,7 +89,7 @@ def upgrade() -> None:
     else:
         op.execute(f"UPDATE blobs SET data = substr(data, 66) WHERE {_OLD_FORM}")
     _retype(sa.LargeBinary(), sa.String(64), "decode({column}, 'hex')", _to_bytes)
-    # Texts stored before are recompressed in the background too (app/recompress.py).
+    # Texts stored before are recompressed in the background too (app/store/recompress.py).
     where = sa.text("codec = 'zstd'")
     op.create_index("ix_blobs_to_recompress", "blobs", ["hash"], sqlite_where=where, postgresql_where=where)
 

@@ -8,13 +8,13 @@ A banner whose snapshots disagree on those fields (stored by an older parser, or
 into one row per distinct set of fields, so every snapshot reads back what it stored. Banners no
 snapshot uses are dropped.
 
-`compilations.metadata_json` is stored zlib-compressed (app/models.py: ZippedJSON).
+`compilations.metadata_json` is stored zlib-compressed (app/store/models.py: ZippedJSON).
 
 `line_indexes` rows point into `line_index_packs` (one zstd frame per compilation's new indexes,
 file names once, uint16 deltas where they fit) instead of holding their own zlib data, and on
 SQLite the table is keyed without a rowid. The rows are derived from the stored texts: they are
 dropped both ways, and each run's "prepared" mark with them, so the server's background preparation
-(app/map_prep.py) makes them again (a map visited before that makes its own).
+(app/insight/precompute.py) makes them again (a map visited before that makes its own).
 
 Revision ID: 0011
 Revises: 0010
@@ -137,7 +137,7 @@ def _convert_metadata(type_, convert) -> None:
 
 
 def _unmark_prepared_runs() -> None:
-    """Runs lose app/map_prep.py's mark ("line_index" in runs.stats): their indexes are made again."""
+    """Runs lose app/insight/precompute.py's mark ("line_index" in runs.stats): their indexes are made again."""
     bind = op.get_bind()
     value = "CAST(:stats AS JSON)" if bind.dialect.name == "postgresql" else ":stats"
     for run_id, stats in bind.execute(sa.text("SELECT id, stats FROM runs")).all():

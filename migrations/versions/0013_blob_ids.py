@@ -7,7 +7,7 @@ are unchanged. `snapshots.blob` becomes `snapshots.blob_id` and `blobs.pack` bec
 a few bytes instead of 32 in the row and in its index, for the rows that come by the thousand
 (bench/NOTES.md: ~0.4 MB of the corpus database's 5.8).
 
-`snapshots.stage` and `snapshots.scope_kind` hold the names app/models.py lists (`Interned`) as one
+`snapshots.stage` and `snapshots.scope_kind` hold the names app/store/models.py lists (`Interned`) as one
 control character each, their place in that list; other names stay as they are.
 
 Revision ID: 0013
@@ -26,7 +26,7 @@ branch_labels = None
 depends_on = None
 
 _RECOMPRESS_WHERE = sa.text("codec = 'zstd'")
-# As app/models.py has them at this revision (STAGE_NAMES, SCOPE_KIND_NAMES): stored codes are places here.
+# As app/store/models.py has them at this revision (STAGE_NAMES, SCOPE_KIND_NAMES): stored codes are places here.
 _INTERNED = {
     "stage": ("ttir", "ttgir", "llvm-dialect", "llvm-ir", "mlir"),
     "scope_kind": ("module", "function", "loop", "region", "machine", "op"),
@@ -84,7 +84,7 @@ def downgrade() -> None:
 
 def _blobs_sqlite(upgrade: bool) -> None:
     """Rebuild `blobs` in the new (or old) form, ids being the old rowids (foreign keys are off
-    during migrations: app/db.py)."""
+    during migrations: app/store/db.py)."""
     if upgrade:
         op.create_table(
             "blobs_new",

@@ -55,7 +55,7 @@ def upgrade() -> None:
         op.create_primary_key("snapshots_pkey", "snapshots", ["compilation_pk", "index"])
         return
     # SQLite: a table's rowid form is fixed when it is made; rebuild it (foreign keys are off during
-    # migrations: app/db.py).
+    # migrations: app/store/db.py).
     op.create_table("snapshots_new", *_columns(), sa.PrimaryKeyConstraint("compilation_pk", "index"),
                     sqlite_with_rowid=False)
     op.execute(f"INSERT INTO snapshots_new ({_COLUMNS}) SELECT {_COLUMNS} FROM snapshots")

@@ -4,7 +4,7 @@ its name in that folder, and a text's sha256 is not stored beside the same hash 
 For such a file `artifacts.path` holds its path below the folder (`compilations.cache_key`) and the new
 `artifacts.in_folder` is true; any other path is stored whole as before.
 `artifacts.sha256` is NULL where it equals `blob` (every stored text; binaries keep theirs).
-app/models.py reads both back whole (`Artifact.path`, `Artifact.sha256`). On the corpus database:
+app/store/models.py reads both back whole (`Artifact.path`, `Artifact.sha256`). On the corpus database:
 117 KB less of 5.17 MB (bench/NOTES.md, round 7).
 
 Revision ID: 0015

@@ -3,7 +3,7 @@
 `line_indexes.blob` (the text's 32-byte hash) becomes `blob_id`, a reference to `blobs.id`, as
 snapshots' and pack slices' references became in 0013: 55 KB less on the corpus database (bench/NOTES.md,
 round 8). The key was never a foreign key, so deleting a run left its texts' line indexes (and their
-packs) behind; the garbage collector now deletes them with their blob (app/retention.py), and the
+packs) behind; the garbage collector now deletes them with their blob (app/store/retention.py), and the
 reference keeps a reused blob id from ever meeting an old index. Rows whose blob is gone, and packs
 no row points into, are dropped here.
 

@@ -41,7 +41,7 @@ def ready(page) -> None:
 
 def pane_line(page, section: str, number: int):
     """The Python pane's line `number`, scrolled to first as a reader would if it waits in a template
-    outside the window the page laid out (app/source_window.py)."""
+    outside the window the page laid out (app/web/source_window.py)."""
     page.evaluate(
         """([section, number]) => {
           const block = Array.from(document.querySelectorAll(section + " .pl-defer")).find(
@@ -105,7 +105,7 @@ def test_clicking_an_ir_line_highlights_its_python_line_and_back(matmul, browser
 
 
 def test_the_python_pane_lays_out_a_window_and_fills_the_rest_as_needed(matmul, browser_page, page_errors):
-    from app.source_window import AFTER, BEFORE
+    from app.web.source_window import AFTER, BEFORE
 
     page = browser_page
     page.goto(matmul["snapshot"])

@@ -1,0 +1,121 @@
+"""Files of Triton's kernel cache (stage files, metadata, group files, binaries), gathered per cache
+folder; the folders are tied to compilations later (app/ingest/linking.py). With a disassembler, each
+cubin's SASS is made in the background while the rest of the upload is read (app/ingest/disassembler.py)."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from typing import BinaryIO
+
+from app.ingest.disassembler import Disassembler, SassJobs
+from app.ingest.file_streams import drain, read_small
+from app.ingest.linking import CacheFolder
+from app.ingest.state import IngestState
+from app.store.blobs import sha256
+from parsers import cache
+
+
+class CacheFiles:
+    def __init__(self, state: IngestState, disassembler: Disassembler | None = None) -> None:
+        self.state = state
+        self.folders: dict[str, CacheFolder] = {}
+        self.disassembler = disassembler  # None: cubins are recorded by size and hash only, nothing said
+        self.sass_jobs = SassJobs(disassembler) if disassembler is not None else None
+        self.pending_sass: list[tuple[CacheFolder, str, Future]] = []  # (folder, cubin path, its SASS job)
+        self.made_sass: list[dict] = []  # the SASS artifacts disassembled here (a kernel dump's own .sass wins)
+        self.cubins_without_sass = 0
+
+    def close(self) -> None:
+        if self.sass_jobs is not None:
+            self.sass_jobs.close()
+
+    def read(self, path: str, role: str, stream: BinaryIO) -> tuple[str, int]:
+        """Keep one cache file; returns its role (``duplicate`` for a second copy) and size."""
+        problem = self.state.problem
+        folder = self.folders.setdefault(cache.folder_of(path), CacheFolder(cache.folder_of(path)))
+        if path in folder.paths:
+            size, _ = drain(stream)
+            problem("warning", "the same file is in the upload twice: the second copy is not kept", path=path)
+            return "duplicate", size
+        if role == "cache-binary":
+            if self.sass_jobs is not None and path.endswith(".cubin"):
+                size, digest, job = self.sass_jobs.add(stream)
+                if job is None:
+                    self.cubins_without_sass += 1
+                else:
+                    self.pending_sass.append((folder, path, job))
+            else:
+                size, digest = drain(stream)
+            folder.add(path.rsplit(".", 1)[-1], path, size, digest, None, None)
+            return role, size
+        data = read_small(stream, path)
+        digest = sha256(data)
+        if role == "cache-metadata":
+            metadata, problems = cache.read_metadata(data)
+            for text in problems:
+                problem("warning", text, path=path)
+            folder.metadata = metadata or folder.metadata
+            kind = "json"
+        elif role == "cache-group":
+            kind = "grp"
+        else:
+            kind = cache.stage_of(path) or "text"
+        blob = self.state.blobs.put(data, digest)
+        match = sha256(data.rstrip(b"\r\n")) if kind in ("ttir", "ttgir", "glir", "source") else None
+        folder.add(kind, path, len(data), digest, blob, match)
+        return role, len(data)
+
+    def collect_sass(self) -> None:
+        """Store each cubin's SASS (made in the background while the rest was read) as a `sass` artifact."""
+        for folder, cubin, job in self.pending_sass:
+            sass = job.result()
+            if sass.problem:
+                self.state.problem("warning", sass.problem, path=cubin)
+            if sass.text is None:
+                continue
+            artifact = {"kind": "sass", "path": cubin[: -len(".cubin")] + ".sass", "size": len(sass.text),
+                        "sha256": sha256(sass.text), "blob": self.state.blobs.put(sass.text)}
+            folder.files.append(artifact)  # not in folder.paths: an uploaded .sass of that name still counts
+            self.made_sass.append(artifact)
+        self.pending_sass = []
+        if self.cubins_without_sass and self.disassembler is not None and self.disassembler.tool is None:
+            count = self.cubins_without_sass
+            self.state.problem("warning", f"SASS not shown for {count} cubin{'s' if count > 1 else ''}: "
+                               f"{self.disassembler.reason}")
+
+    def check(self) -> None:
+        """Tell the user about cache folders that are suspect as a whole: a copy of another one, or
+        a kernel binary alone (a .cubin shows nothing but its size and hash)."""
+        problem = self.state.problem
+        seen: dict[frozenset, str] = {}
+        made = {id(artifact) for artifact in self.made_sass}
+        for folder in self.folders.values():
+            if folder.origin == "trace":
+                continue  # a traced compilation holds texts only, never a binary
+            if sum(artifact["kind"] == "sass" for artifact in folder.files) > 1:  # a kernel dump's own .sass
+                folder.files = [artifact for artifact in folder.files if id(artifact) not in made]
+            files = frozenset((artifact["kind"], artifact["sha256"]) for artifact in folder.files)
+            if files and files in seen:
+                problem("warning", f"the same kernel files as {seen[files] or 'the top folder'}: "
+                        "a copy of the same cache entry", path=folder.path or None)
+            seen.setdefault(files, folder.path)
+            kinds = {artifact["kind"] for artifact in folder.files if id(artifact) not in made}
+            if kinds and kinds <= {"cubin", "hsaco"}:
+                with_sass = any(id(artifact) in made for artifact in folder.files)
+                kept = "by size and hash, and its SASS" if with_sass else "by size and hash only"
+                for artifact in folder.files:
+                    if id(artifact) not in made:
+                        problem("warning", "a kernel binary without the IR or metadata of its cache folder: "
+                                f"kept {kept}", path=artifact["path"])
+            elif "json" in kinds:
+                # Every complete cache entry holds its TTGIR, LLVM IR and binary beside the metadata.
+                missing = [name for name, found in (
+                    (".ttgir", "ttgir" in kinds), (".llir", "llir" in kinds), ("binary", kinds & {"cubin", "hsaco"}),
+                ) if not found]
+                if missing:
+                    problem("warning", f"an incomplete cache entry: no {', '.join(missing)} (the compile "
+                            "failed, or files were left out of the upload); the rest is kept",
+                            path=folder.path or None)
+            elif kinds and not kinds & {"ttir", "ttgir", "glir", "source", "grp"}:
+                problem("warning", "stage files without the IR or metadata of their cache folder: kept, "
+                        "but nothing ties them to a log's compilation", path=folder.path or None)

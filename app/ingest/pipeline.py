@@ -1,0 +1,156 @@
+"""Ingest: inputs → parsers → one transaction of rows and blobs.
+
+Every uploaded file is accounted for in `inputs`; every dump is kept (damaged ones apart, as
+problems with their text); every non-IR log line is kept as the log's text. A failure rolls the
+whole run back, so a killed or failed ingest leaves nothing half-written.
+
+Its parts: this module walks the upload and sends each file to the reader of its kind (logs:
+app/ingest/log_reader.py; cache files: app/ingest/cache_files.py; tritonparse traces: app/ingest/traces.py); a new input
+kind gets its reader beside them and one branch in `Ingest._ingest_file`. What they gather is an
+`IngestState` (app/ingest/state.py), which app/ingest/run_writer.py links and writes.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterable
+
+from sqlalchemy.orm import Session
+
+from app.ingest.cache_files import CacheFiles
+from app.ingest.disassembler import Disassembler
+from app.ingest.file_streams import PrefixedStream, drain, read_small
+from app.ingest.log_prescan import LogPrescan
+from app.ingest.log_reader import LogReader
+from app.ingest.run_writer import RunWriter
+from app.ingest.state import IngestError, IngestState
+from app.ingest.traces import TraceCollector
+from app.insight.op_index import OpIndex
+from app.insight.op_term_scan import TermScanner
+from app.store.blobs import BlobWriter
+from app.store.models import Run
+from parsers import registry
+from parsers.sources import InputFile, InputLimitExceeded, Limits, SourceWalker
+
+__all__ = ["Ingest", "IngestError", "new_run_id"]
+
+HEAD_BYTES = 8192
+Progress = Callable[[str, int], None]
+_KEPT_ROLES = {"log", "tritonparse", "source", "cache-group", "cache-stage", "cache-binary", "cache-metadata"}
+MAX_REASONS = 10  # files named in the error for an upload with nothing to ingest
+
+
+def new_run_id() -> str:
+    return secrets.token_hex(16)
+
+
+class Ingest:
+    def __init__(
+        self,
+        session: Session,
+        *,
+        title: str = "",
+        owner: str | None = None,
+        tags: Iterable[str] = (),
+        limits: Limits | None = None,
+        progress: Progress | None = None,
+        disassembler: Disassembler | None = None,
+        prescan: LogPrescan | None = None,
+    ) -> None:
+        self.blobs = BlobWriter(session)
+        self.run = Run(id=new_run_id(), title=title, owner=owner, tags=list(tags))
+        # The op index's scan of each new text runs in a helper process, on the other core, unless
+        # the log helper finds the terms as it scans.
+        terms = None if prescan is not None and prescan.finds_terms else TermScanner()
+        self.state = IngestState(session, self.blobs, self.run, op_index=OpIndex(terms))
+        self.limits = limits or Limits()
+        self.progress = progress or (lambda name, count: None)
+        # This ingest's plain logs, already being scanned by a helper process: stopped when the ingest
+        # ends (its starter closes it too, in case the ingest never ran).
+        self.prescan = prescan
+        self.logs = LogReader(self.state, lambda: self.state.bytes_read, prescan)
+        self.cache_files = CacheFiles(self.state, disassembler)
+        self.traces = TraceCollector(self.blobs, self.state.problem)
+
+    # -- entry point -----------------------------------------------------------
+    def ingest(self, inputs: Iterable) -> Run:
+        try:
+            return self._ingest(inputs)
+        finally:
+            if self.prescan is not None:
+                self.prescan.close()
+            self.cache_files.close()
+            self.blobs.close()
+            self.state.op_index.close()
+
+    def _ingest(self, inputs: Iterable) -> Run:
+        self.state.session.add(self.run)
+        self.state.session.flush()
+        walker = SourceWalker(self.limits)
+        try:
+            for input_file in walker.walk(inputs):
+                self._ingest_file(input_file)
+        except InputLimitExceeded as error:
+            raise IngestError(str(error), too_large=True) from error
+        for skipped in walker.skipped:
+            self.state.problem("skipped", f"skipped: {skipped.reason}", path=skipped.path)
+            self.state.inputs.append({"path": skipped.path, "size": None, "role": "skipped", "note": skipped.reason})
+        self._check_something_ingested()
+        self.cache_files.collect_sass()
+        self.cache_files.check()
+        RunWriter(self.state, self.cache_files.folders, self.traces).write()
+        return self.run
+
+    def _check_something_ingested(self) -> None:
+        """Refuse an upload that gives nothing to keep, saying why for each of its files."""
+        inputs = self.state.inputs
+        if not inputs:
+            raise IngestError("the upload is empty: no files were found in it")
+        if any(record["role"] in _KEPT_ROLES and record["size"] for record in inputs):
+            return
+        if all(record["role"] != "skipped" and record["size"] == 0 for record in inputs):
+            raise IngestError("the upload is empty: every file in it has zero bytes")
+        reasons = [f"{record['path']}: {record['note'] or record['role']}" for record in inputs]
+        if len(reasons) > MAX_REASONS:
+            reasons[MAX_REASONS:] = [f"and {len(reasons) - MAX_REASONS} more"]
+        raise IngestError("nothing in the upload can be ingested: " + "; ".join(reasons))
+
+    # -- per file ----------------------------------------------------------------
+    def _ingest_file(self, input_file: InputFile) -> None:
+        state = self.state
+        with input_file.open() as raw:
+            head = raw.read(HEAD_BYTES)
+            stream = PrefixedStream(head, raw, self._count)
+            input_format = registry.classify(input_file.path, head)
+            role = input_format.role
+            record = {"path": input_file.path, "size": input_file.size, "role": role, "note": None}
+            state.inputs.append(record)
+            if not head:
+                record["size"] = 0
+                record["note"] = "empty file"
+                state.problem("warning", "empty file", path=input_file.path)
+                return
+            start = state.bytes_read
+            if role == "log":
+                record["log_blob"] = self.logs.read(input_file.path, stream, input_file.origin)
+                record["size"] = state.bytes_read - start
+            elif role == "tritonparse":
+                record["note"] = self.traces.read(input_file.path, stream)
+                record["size"] = state.bytes_read - start
+            elif role.startswith("cache-"):
+                record["role"], record["size"] = self.cache_files.read(input_file.path, role, stream)
+            elif role == "source":
+                data = read_small(stream, input_file.path)
+                record["size"] = len(data)
+                state.add_source(input_file.path, data, data.decode("utf-8", "replace"))
+            elif role == "binary":
+                size, digest = drain(stream)
+                record.update(size=size, note=f"binary data, not a log or a Triton file (sha256 {digest[:12]})")
+                state.problem("skipped", "not a text log or a Triton file: binary data", path=input_file.path)
+            else:
+                record["size"], _ = drain(stream)
+                record["note"] = input_format.description
+
+    def _count(self, count: int) -> None:
+        self.state.bytes_read += count
+        self.progress("", self.state.bytes_read)

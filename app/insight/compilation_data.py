@@ -1,0 +1,31 @@
+"""What a compilation's page says about it, in one place: its own page and each side of a comparison
+(whose JSON holds the compilations "as on their own pages") build it here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app import render
+from app.insight import blob_facts
+from app.insight.op_search import first_seen, indexed
+from app.insight.page_data import compilation_detail
+from app.insight.pass_charts import pass_charts
+from app.store.models import Compilation
+from app.urls import Urls
+
+
+def compilation_data(session: Session, compilation: Compilation, urls: Urls) -> dict[str, Any]:
+    """The compilation's detail (snapshots, files, metadata, launches), its op index's first
+    appearances and its per-pass charts."""
+    snapshots = list(compilation.snapshots)
+    blob_facts.warm(session, [snapshot.blob for snapshot in snapshots])
+    data = compilation_detail(session, compilation, urls)
+    data["first_seen"] = first_seen(session, compilation, urls)
+    data["op_indexed"] = indexed(session, compilation)
+    data["charts"] = pass_charts(
+        snapshots, data["snapshots"],
+        lambda digest: (lambda: render.blob_reader.text(session, digest)),
+    )
+    return data

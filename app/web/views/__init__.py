@@ -1,0 +1,1 @@
+"""One router per resource, included in one place (app.web.app)."""

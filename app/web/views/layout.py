@@ -1,0 +1,65 @@
+"""The layout inspector: `/-/layout?attr=<encoding>&shape=AxB` draws which thread and register
+(or shared-memory offset) holds each element; `/-/layout.json` answers the same as data."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import JSONResponse
+
+from app.layouts.conversion import conversion
+from app.layouts.errors import LayoutError
+from app.layouts.mapping import describe, dtype_bits, layout_kind
+from app.layouts.parse import parse_encoding, parse_shape
+from app.layouts.picture import picture
+from app.web.responder import respond, wants_json
+
+router = APIRouter()
+
+
+@router.get("/-/layout")
+@router.get("/-/layout.json")
+def layout_page(request: Request, attr: str = "", shape: str = "", dtype: str = "f16", row0: int = 0,
+                col0: int = 0, lead: str = "", to: str = "", target: str = ""):
+    form = {"attr": attr, "shape": shape, "dtype": dtype, "to": to, "target": target}
+    if not attr or not shape:
+        if wants_json(request):
+            raise HTTPException(400, "attr (the encoding, aliases expanded) and shape (like 64x128) are required")
+        return respond(request, "layout.html", {"form": form, "layout": None, "error": None})
+    try:
+        dims = parse_shape(shape)
+        buffers = None
+        try:
+            layout = describe(attr, dims, dtype)
+        except LayoutError as e:
+            # A multi-buffered memdesc (3x128x64 of a rank-2 shared layout): the page draws one
+            # buffer and says so; the JSON answers what Triton answers, a refusal.
+            if wants_json(request) or "has rank" not in str(e) or layout_kind(parse_encoding(attr)) != "shared":
+                raise
+            layout, buffers = _one_buffer(attr, dims, dtype, e)
+        if to:
+            layout["conversion"] = {**conversion(attr, to, layout["shape"], dtype_bits(dtype), target),
+                                    "to": to, "dtype": dtype, "target": target or None}
+        drawn = None if wants_json(request) else picture(layout, row0, col0, lead)
+        if buffers:
+            drawn["notes"].insert(0, buffers)
+    except LayoutError as e:
+        if wants_json(request):
+            raise HTTPException(400, f"not drawable: {e}") from None
+        return respond(request, "layout.html", {"form": form, "layout": None, "error": f"not drawable: {e}"},
+                       status=400)
+    if wants_json(request):
+        return JSONResponse(layout)
+    summary = {k: v for k, v in layout.items() if k not in ("owners", "offsets", "banks", "cells", "block_of")}
+    return respond(request, "layout.html", {"form": form, "layout": summary, "picture": drawn, "error": None,
+                                            "lead": lead})
+
+
+def _one_buffer(attr: str, dims: list[int], dtype: str, error: LayoutError) -> tuple[dict, str]:
+    for k in range(1, len(dims)):
+        try:
+            layout = describe(attr, dims[k:], dtype)
+        except LayoutError:
+            continue
+        lead = "x".join(map(str, dims[:k]))
+        return layout, f"one buffer of {'x'.join(map(str, dims[k:]))}: the memdesc holds {lead} of them"
+    raise error
