@@ -146,7 +146,7 @@ def test_search_page_json_twin_and_compilation_page(session_db, corpus_runs, tmp
         assert "No compilation holds" in empty.text
         item = data["compilations"][0]
         compilation = client.get(item["url"]).text
-        assert 'id="first-seen"' in compilation and "first seen at" in compilation
+        assert 'id="first-seen"' in compilation and "introduced by" in compilation
         assert f'href="{item["url"]}/s/{item["first"]["index"]}"' in compilation
         twin = client.get(item["url"] + ".json").json()
         entry = next(e for e in twin["first_seen"] if e["term"] == "op:ttng.async_tma_copy_global_to_local")

@@ -15,8 +15,9 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from app.highlight.hwops import GROUPS_BY_KEY
 from app.insight.op_index import query_names, unindexed_runs
+from app.insight.pass_attribution import dump_passes
 from app.insight.run_search import TOKEN, _like, parse_query, run_conditions
-from app.store.models import Banner, Compilation, CompilationTerm, OpTerm, Run, Snapshot
+from app.store.models import Compilation, CompilationTerm, OpTerm, Run
 from app.urls import Urls
 
 INDEX_FIELDS = ("op", "group", "layout")
@@ -163,22 +164,21 @@ def _spans(session: Session, pks: list[int], term_ids: list[int]) -> dict[int, t
     return {pk: (first, last) for pk, first, last in rows}
 
 
-def _pass_names(session: Session, rows: list, spans: dict) -> dict[tuple[int, int], str]:
-    """The pass names of the first and last snapshots, by the (compilation, index) key."""
+def _pass_names(session: Session, rows: list, spans: dict) -> dict[tuple[int, int], dict]:
+    """The dump pass and the pass that made the change, by (compilation, index) key."""
     wanted = {(row.pk, index) for row in rows for index in spans[row.pk]}
-    pks = sorted({pk for pk, _ in wanted})
-    indexes = sorted({index for _, index in wanted})
-    found: dict[tuple[int, int], str] = {}
-    for start in range(0, len(pks), 200):
-        statement = select(Snapshot.compilation_pk, Snapshot.index, Banner.pass_name).join(Snapshot.banner).where(
-            Snapshot.compilation_pk.in_(pks[start:start + 200]), Snapshot.index.in_(indexes)
-        )
-        found.update(((pk, index), name) for pk, index, name in session.execute(statement) if (pk, index) in wanted)
-    return found
+    return dump_passes(session, {pk for pk, _ in wanted}, wanted)
 
 
 def _where(urls: Urls, row, index: int, passes: dict) -> dict:
-    return {"index": index, "pass": passes.get((row.pk, index)), "url": urls.snapshot(row.run_id, row.ordinal, index)}
+    return _place(urls, row.run_id, row.ordinal, index, passes.get((row.pk, index)) or {})
+
+
+def _place(urls: Urls, run_id: str, ordinal: int, index: int, dump: dict) -> dict:
+    """A snapshot where a term is seen: its dump's own pass, and the pass whose work it first shows
+    (``introduced_by``; None when the term came from the front end)."""
+    return {"index": index, "pass": dump.get("pass"), "when": dump.get("when"),
+            "introduced_by": dump.get("introduced_by"), "url": urls.snapshot(run_id, ordinal, index)}
 
 
 def first_seen(session: Session, compilation: Compilation, urls: Urls) -> list[dict]:
@@ -189,12 +189,8 @@ def first_seen(session: Session, compilation: Compilation, urls: Urls) -> list[d
         .where(CompilationTerm.compilation_pk == compilation.pk)
         .order_by(CompilationTerm.first_index, OpTerm.name)
     )
-    passes = {
-        index: name for index, name in session.execute(
-            select(Snapshot.index, Banner.pass_name).join(Snapshot.banner)
-            .where(Snapshot.compilation_pk == compilation.pk)
-        )
-    }
+    passes = {index: dump for (_, index), dump in dump_passes(session, [compilation.pk]).items()}
+    run_id, ordinal = compilation.run_id, compilation.ordinal
     entries = []
     for name, first, last in rows:
         field_name, value = name.split(":", 1)
@@ -204,10 +200,8 @@ def first_seen(session: Session, compilation: Compilation, urls: Urls) -> list[d
             "value": value,
             "label": GROUPS_BY_KEY[value].label if field_name == "group" and value in GROUPS_BY_KEY else value,
             "search_url": urls.search(name),
-            "first": {"index": first, "pass": passes.get(first),
-                      "url": urls.snapshot(compilation.run_id, compilation.ordinal, first)},
-            "last": {"index": last, "pass": passes.get(last),
-                     "url": urls.snapshot(compilation.run_id, compilation.ordinal, last)},
+            "first": _place(urls, run_id, ordinal, first, passes.get(first) or {}),
+            "last": _place(urls, run_id, ordinal, last, passes.get(last) or {}),
         })
     return entries
 

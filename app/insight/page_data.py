@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
 from app.insight.launches import launch_table
+from app.insight.pass_attribution import attribute_rows
 from app.store.models import Artifact, Compilation, Diagnostic, InputRecord, Problem, Run, Snapshot
 from app.urls import Urls, snapshot_id
 
@@ -203,6 +204,7 @@ def compilation_detail(session: Session, compilation: Compilation, urls: Urls) -
     data["run_url"] = urls.run(run_id)
     snapshots = list(compilation.snapshots)
     data["snapshots"] = [snapshot_dict(run_id, ordinal, s, urls) for s in snapshots]
+    attribute_rows(data["snapshots"])
     # hardware-op counts per pass, computed once per distinct blob (and cached by its hash)
     ops_by_blob: dict[str, dict[str, int]] = {}
     for snapshot in snapshots:

@@ -95,7 +95,8 @@ def outliers(rows: list[dict]) -> list[dict]:
         ratio = new / old if old else float("inf")
         if ratio >= BLOWUP_RATIO or ratio <= 1 / BLOWUP_RATIO:
             found.append({
-                "index": after["index"], "pass": before["pass"], "from": old, "to": new,
+                # the pass that ran between the two dumps (rows carry made_by: pass_attribution)
+                "index": after["index"], "pass": after.get("made_by", before["pass"]), "from": old, "to": new,
                 "ratio": round(ratio, 2) if old else None, "kind": "grew" if new > old else "shrank",
                 "diff_url": after.get("diff_prev_url"), "url": after["url"],
             })

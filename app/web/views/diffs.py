@@ -29,6 +29,7 @@ from app import render
 from app.diff import DiffCache, DiffOptions, DiffResult, diff_texts
 from app.insight import adjacent_diffs
 from app.insight.page_data import snapshot_dict
+from app.insight.pass_attribution import dump_passes
 from app.layouts.aliases import alias_definitions, drawable
 from app.store.blobs import BlobReader
 from app.store.models import Banner, Compilation, Run, Snapshot
@@ -197,11 +198,12 @@ def _adjacent(a: Side, b: Side) -> bool:
     return a.compilation.pk == b.compilation.pk and b.snapshot.base_index == a.snapshot.index
 
 
-def _effect_pass(a: Side, b: Side) -> str | None:
-    """The pass whose work an adjacent pair shows: A is the IR before it (or B the IR after it)."""
+def _effect_pass(session: Session, a: Side, b: Side) -> str | None:
+    """The pass whose work an adjacent pair shows: the one that ran between A and B."""
     if not _adjacent(a, b):
         return None
-    return b.snapshot.pass_name if b.snapshot.when == "after" else a.snapshot.pass_name
+    key = (b.compilation.pk, b.snapshot.index)
+    return dump_passes(session, [b.compilation.pk], {key})[key]["introduced_by"]
 
 
 def _navigation(session: Session, a: Side, b: Side, urls: Urls, options: PageOptions) -> dict[str, Any]:
@@ -225,6 +227,7 @@ def _navigation(session: Session, a: Side, b: Side, urls: Urls, options: PageOpt
         .order_by(Snapshot.index)
     ).all()
     names = {row.index: row.pass_name for row in rows}
+    made_by = dump_passes(session, [a.compilation.pk])
     pairs = [row for row in rows if row.base_index is not None and row.base_index in names]  # by B's index
     run_id, ordinal = a.compilation.run_id, a.compilation.ordinal
     query = options.query()
@@ -234,7 +237,8 @@ def _navigation(session: Session, a: Side, b: Side, urls: Urls, options: PageOpt
             return None
         row = pairs[position]
         url = urls.diff(snapshot_id(run_id, ordinal, row.base_index), snapshot_id(run_id, ordinal, row.index)) + query
-        return {"index": row.base_index, "pass": names[row.base_index], "url": url, "changed": bool(row.changed)}
+        made = made_by[(a.compilation.pk, row.index)]["introduced_by"] or names[row.base_index]
+        return {"index": row.base_index, "pass": made, "url": url, "changed": bool(row.changed)}
 
     here = next(position for position, row in enumerate(pairs) if row.index == b.snapshot.index)
     nav.update(adjacent=True, prev=pair(here - 1), next=pair(here + 1), position=here + 1, count=len(pairs))
@@ -262,7 +266,7 @@ def page_data(
             "changes": stats["changes"],
         },
         "identical": result.identical,
-        "pass": _effect_pass(a, b),
+        "pass": _effect_pass(session, a, b),
         "url": url,
         "swap_url": urls.diff(b.id, a.id) + options.query(),
         "navigation": _navigation(session, a, b, urls, options),

@@ -7,6 +7,7 @@ from fastapi import APIRouter, HTTPException, Request
 from app import render
 from app.insight.op_history import Target, blob_op_lines, history, target_from_line, target_from_value
 from app.insight.page_data import snapshot_dict
+from app.insight.pass_attribution import attribute_rows
 from app.urls import Urls
 from app.web.responder import SessionDep, UrlsDep, respond
 from app.web.views.snapshots import load_compilation
@@ -25,6 +26,7 @@ def op_history_page(
     compilation = load_compilation(session, run_id, ordinal.removesuffix(".json"))
     snapshots = list(compilation.snapshots)
     rows = [snapshot_dict(compilation.run_id, compilation.ordinal, snapshot, urls) for snapshot in snapshots]
+    attribute_rows(rows)
     by_index = {snapshot.index: snapshot for snapshot in snapshots}
 
     def ops_of(row: dict):
