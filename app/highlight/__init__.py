@@ -7,6 +7,7 @@ May import `parsers/` and `app.layouts` only.
 * :mod:`app.highlight.sass_lexer`: SASS from nvdisasm or cuobjdump.
 * :mod:`app.highlight.asm_lexers`: Pygments' LLVM IR and GAS lexers patched for Triton's output.
 * :mod:`app.highlight.layouts`: layout encodings (``#blocked``, ``#mma``...) explained in words.
+  Its parts are the ``layout_*`` modules beside it (parameters, fields, summaries, phrases).
 * :mod:`app.highlight.hwops`: which lines use TMA, TDM, MMA, barriers, async copies...
 
 Every lexer here marks locations (MLIR ``loc(...)``, PTX and AMDGCN ``.loc``/``.file``) as
