@@ -147,7 +147,7 @@ def split_tables(tables: dict[str, int], raw: int, largest: int = 6) -> list[tup
 
 
 def table(results: dict) -> str:
-    """The results as a Markdown table (the README's Performance section holds a copy)."""
+    """The results as a Markdown table (docs/performance.md holds a copy)."""
     rows: list[tuple[str, str, str, str]] = []  # figure, value, vs grep, target
     for entry in results.get("ingest", []):
         size = entry["bytes"] / MB
