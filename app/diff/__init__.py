@@ -14,12 +14,15 @@ The pipeline:
    consistently: a value (alias) of A maps to one name of B for the whole function (module).
    A line that breaks the mapping is a change. So a pure renumbering disappears while a changed
    operand (`%5` where the mapping says `%4`) still shows.
+   When the two sides print differently (a module dump against the pipeliner's internal dumps:
+   layouts inline, no loc, numbered values) the keys expand layout aliases and drop value names,
+   and the check rebinds names at definitions (`print_forms`); the result's `notes` say so.
 4. **Pairing.** Inside each changed block, deleted and inserted lines are paired by operation
    name (a second, coarser alignment), so a replaced `tt.load` sits next to its new version and
    gets an intra-line diff; the rest are plain deletions and insertions.
 
 The modules, in pipeline order: `keys` (1), `align` (2), `renames` (3), `pairing` (4), `pipeline`
-(`diff_texts`, which runs them); `result` (options, segments, rows, hunks, `apply_hunks`), `inline`
+(`diff_texts`, which runs them), `print_forms`; `result` (options, segments, rows, hunks, `apply_hunks`), `inline`
 (intra-line changes of a paired row), `cache` (results by blob pair). This module only re-exports
 what callers use.
 
@@ -33,6 +36,7 @@ from app.diff.cache import DiffCache
 from app.diff.inline import inline_changes
 from app.diff.keys import is_loc_line, loc_spans, split_lines
 from app.diff.pipeline import diff_texts
+from app.diff.print_forms import print_form_notes
 from app.diff.result import (
     DEFAULT_CONTEXT,
     DELETE,
@@ -67,5 +71,6 @@ __all__ = [
     "is_loc_line",
     "loc_spans",
     "match_blocks",
+    "print_form_notes",
     "split_lines",
 ]

@@ -5,6 +5,7 @@ inside a rewritten region join the change around them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from app.diff.keys import _ALIAS_NAME, _FUNC_LINE, _LOC_LINE_KEY, _SSA_NAME, _STRING
@@ -32,6 +33,43 @@ class _Renames:
             backward[b_name] = a_name
         return True
 
+    def agree_scoped(self, a_line: str, b_line: str, a_names: list[str], b_names: list[str]) -> bool:
+        """`agree` where a name at a definition (a result, a block or loop argument) starts a new
+        binding on both sides: printers reuse names in sibling regions (`%31` in each loop body of a
+        numbered dump), so only uses must follow the mapping."""
+        a_defs, b_defs = _definitions(a_line), _definitions(b_line)
+        if a_defs != b_defs:
+            return False
+        forward, backward = self.forward, self.backward
+        uses = [(a, b) for k, (a, b) in enumerate(zip(a_names, b_names)) if k not in a_defs]
+        for a_name, b_name in uses:
+            if forward.get(a_name, b_name) != b_name or backward.get(b_name, a_name) != a_name:
+                return False
+        for k in a_defs:
+            a_name, b_name = a_names[k], b_names[k]
+            backward.pop(forward.pop(a_name, None), None)  # type: ignore[arg-type]
+            forward.pop(backward.pop(b_name, None), None)  # type: ignore[arg-type]
+            forward[a_name], backward[b_name] = b_name, a_name
+        for a_name, b_name in uses:
+            forward[a_name], backward[b_name] = b_name, a_name
+        return True
+
+
+# Results before the first " = " (`%a, %b:2 = `); loop variables and iter_args (`%iv = `, `%acc = `)
+# and block or function arguments (`%arg3: f32`) anywhere.
+_RESULTS = re.compile(r"\s*(?:%[\w$.-]+(?::\d+)?, )*%[\w$.-]+(?::\d+)? = ")
+
+
+def _definitions(line: str) -> set[int]:
+    """Indexes (among the line's _SSA_NAME matches) of the names the line defines."""
+    lead = _RESULTS.match(line)
+    lead_end = lead.end() if lead else 0
+    return {
+        k
+        for k, m in enumerate(_SSA_NAME.finditer(line))
+        if m.end() <= lead_end or line.startswith((" = ", ": "), m.end())
+    }
+
 
 def _check_renames(
     opcodes: list[tuple[str, int, int, int, int]],
@@ -39,10 +77,12 @@ def _check_renames(
     b_text: list[str],
     options: DiffOptions,
     renames: dict[str, str] | None = None,
+    scoped: bool = False,
 ) -> list[tuple[str, int, int, int, int]]:
     """Split equal runs where a line aligned only by ignoring numbering breaks the renaming.
 
-    The renames accepted (A name -> B name) are added to `renames`.
+    The renames accepted (A name -> B name) are added to `renames`. With `scoped` (value names of
+    two print forms, see print_forms.py) definitions rebind names (`_Renames.agree_scoped`).
     """
     renames = {} if renames is None else renames
     values, aliases = _Renames(), _Renames()
@@ -69,7 +109,12 @@ def _check_renames(
                 if good and options.ssa:
                     a_values = _SSA_NAME.findall(line_a)
                     b_values = a_values if line_a == line_b else _SSA_NAME.findall(line_b)
-                    good = len(a_values) == len(b_values) and values.agree(zip(a_values, b_values))
+                    if len(a_values) != len(b_values):
+                        good = False
+                    elif scoped:
+                        good = values.agree_scoped(line_a, line_b, a_values, b_values)
+                    else:
+                        good = values.agree(zip(a_values, b_values))
                 if good and options.alias and "#" in line_a:
                     a_aliases = _ALIAS_NAME.findall(line_a)
                     b_aliases = a_aliases if line_a == line_b else _ALIAS_NAME.findall(line_b)

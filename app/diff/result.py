@@ -87,6 +87,7 @@ class DiffResult:
     rows: int = 0
     changes: list[tuple[int, int]] = field(default_factory=list)  # change blocks as row ranges
     renames: dict[str, str] = field(default_factory=dict)  # A name -> B name, when numbering is ignored
+    notes: list[str] = field(default_factory=list)  # how the comparison went beyond the options
 
     def __post_init__(self) -> None:
         offset = 0
