@@ -15,13 +15,8 @@ from functools import cache
 import pytest
 
 from app.diff import (
-    _LOC_LINE_KEY,
     DiffOptions,
     Hunk,
-    _op_names,
-    _prepare,
-    _runs,
-    _strip_locs,
     apply_hunks,
     diff_texts,
     inline_changes,
@@ -30,6 +25,8 @@ from app.diff import (
     match_blocks,
     split_lines,
 )
+from app.diff.keys import _LOC_LINE_KEY, _prepare, _strip_locs
+from app.diff.pairing import _op_names, _runs
 from app.web.views.diff_rows import _mark_html
 from app.web.views.diffs import hunks_json
 from parsers.log import scan_log
@@ -324,7 +321,7 @@ def test_match_blocks_finds_real_matches_in_order():
 def test_match_blocks_bounds_its_effort_on_repetitive_input(monkeypatch):
     """Histogram splits on lines that all repeat can land near a region's edge every time, which
     rescans the region each time (quadratic); `effort` caps the lines scanned."""
-    import app.diff as diff_module
+    import app.diff.align as diff_module
 
     scanned = []
     best_split = diff_module._best_split

@@ -89,7 +89,7 @@ def stored_result(session: Session, a_blob: str, b_blob: str, a_text: str, b_tex
     segments = unpack(data, len(a_lines), len(b_lines))
     if segments is None:
         return None
-    return diff.DiffResult(a_lines, b_lines, diff.DiffOptions(), segments)
+    return diff.DiffResult(a_lines, b_lines, diff.DiffOptions(), segments, notes=diff.print_form_notes(a_text, b_text))
 
 
 def run_pairs(session: Session, run_id: str) -> list[tuple[str, str]]:

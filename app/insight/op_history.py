@@ -9,7 +9,6 @@ made the op appear, rewrote it into other ops, changed its type or layout, or re
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -120,15 +119,18 @@ def _summary(item: OpLine) -> dict:
 
 def history(target: Target, snapshots: list[dict], ops_of: Callable[[dict], list[OpLine] | None]) -> list[dict]:
     """Per snapshot (rows from queries.snapshot_dict), the ops matching the target and what changed.
-    `ops_of` gives None for a snapshot it cannot follow (LLVM IR has no MLIR locations)."""
+    `ops_of` gives None for a snapshot it cannot follow (LLVM IR has no MLIR locations). A snapshot
+    whose ops carry no location at all (the software pipeliner's internal dumps print without debug
+    info) cannot be followed either: it is marked so, never read as the op's removal."""
     timeline = []
     previous: list[OpLine] | None = None
     seen = False
     for row in snapshots:
         ops = ops_of(row)
-        if ops is None:
+        if ops is None or not any(item.loc for item in ops):
             timeline.append({"index": row["index"], "pass": row["pass"], "url": row["url"],
                              "stage": row.get("stage"), "event": None, "untracked": True, "count": 0,
+                             "untracked_reason": "LLVM IR" if ops is None else "no locations",
                              "added": [], "removed": [], "ops": []})
             continue
         matched = [item for item in ops if target.matches(item)]
@@ -157,8 +159,14 @@ def history(target: Target, snapshots: list[dict], ops_of: Callable[[dict], list
             "untracked": False,
         })
         previous = matched
-    # the pass that made a change is the one dumped just before it (each snapshot is its pass's input)
-    for before, entry in itertools.pairwise(timeline):
-        if entry["event"]:
-            entry["by"] = before["pass"]
+    # the pass that made a change: the rows' made_by (app/insight/pass_attribution.py), the one rule
+    # every page follows; rows without it fall back to the last snapshot followed (each snapshot is
+    # its pass's input, so the change lies somewhere after that one's pass)
+    made_by = {row["index"]: row.get("made_by") for row in snapshots}
+    followed = None
+    for entry in timeline:
+        if entry["event"] and followed is not None:
+            entry["by"] = made_by.get(entry["index"]) or followed["pass"]
+        if not entry["untracked"]:
+            followed = entry
     return timeline

@@ -266,6 +266,7 @@ def page_data(
             "changes": stats["changes"],
         },
         "identical": result.identical,
+        "notes": result.notes,  # how the comparison went beyond the options (print forms of the two sides)
         "pass": _effect_pass(session, a, b),
         "url": url,
         "swap_url": urls.diff(b.id, a.id) + options.query(),
