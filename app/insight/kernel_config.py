@@ -12,7 +12,6 @@ IR: the operand shapes of the first `tt.dot` (MxK times KxN) give MxNxK, labelle
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import select
@@ -35,23 +34,32 @@ def dot_tile(text: str) -> dict[str, int] | None:
     return {"M": m, "N": n, "K": k}
 
 
-@lru_cache(maxsize=4096)
+_TILES: dict[str, tuple | None] = {}  # blob digest -> its tile (a blob's text never changes)
+
+
 def _tile_of_blob(digest: str, loader) -> tuple | None:
-    tile = dot_tile(loader() or "")
-    return tuple(tile.items()) if tile else None
+    if digest not in _TILES:
+        if len(_TILES) > 8192:
+            _TILES.clear()
+        tile = dot_tile(loader() or "")
+        _TILES[digest] = tuple(tile.items()) if tile else None
+    return _TILES[digest]
 
 
 def derived_tile(session: Session, compilation: Compilation) -> dict[str, int] | None:
     """The tile shape of the compilation's TTIR (cache file, else its first TTIR dump)."""
-    digest = session.scalar(select(Artifact.blob).where(Artifact.compilation_pk == compilation.pk,
-                                                         Artifact.kind.in_(("ttir", "ttgir"))).limit(1))
-    if digest is None:
-        digest = session.scalar(select(Snapshot.blob).where(Snapshot.compilation_pk == compilation.pk,
-                                                            Snapshot.stage == "ttir").order_by(Snapshot.index.desc()).limit(1))
-    if digest is None:
-        return None
-    found = _tile_of_blob(digest, lambda: render.blob_reader.text(session, digest))
-    return dict(found) if found else None
+    candidates = [
+        session.scalar(select(Artifact.blob).where(Artifact.compilation_pk == compilation.pk,
+                                                   Artifact.kind == "ttir").limit(1)),
+        session.scalar(select(Snapshot.blob).where(Snapshot.compilation_pk == compilation.pk, Snapshot.stage == "ttir")
+                       .order_by(Snapshot.index.desc()).limit(1)),
+    ]
+    for digest in candidates:
+        if digest is not None:
+            found = _tile_of_blob(digest, lambda digest=digest: render.blob_reader.text(session, digest))
+            if found:
+                return dict(found)
+    return None
 
 
 def recorded_constexprs(compilation: Compilation) -> dict[str, Any]:
