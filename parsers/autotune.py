@@ -77,9 +77,10 @@ class AutotuneScanner:
         self._benchmarked: dict[str, list[dict]] = {}  # kernel -> configs benchmarked since its last result
 
     def feed(self, number: int, line: str) -> None:
-        if not may_hold(line):
+        if self._session is None and not may_hold(line):  # a Triton session's next lines hold none of it
             return
-        if "utotuning" in line:
+        if "utotuning" in line or (self._session is not None and ("finished after" in line or "key" in line
+                                                                  or "best config selected" in line)):
             self._triton(number, line)
         elif "num_warps: " in line and "best" in line:
             self._best(number, line, None)

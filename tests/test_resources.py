@@ -137,7 +137,7 @@ def test_amd_resources_are_the_amdgcn_own_numbers(site, unpacked_corpus):
     for _url, data, html in _pages(client, runs["gfx942_mix"]):
         text = texts[data["cache"].rsplit("/", 1)[-1]]
         resources = data["resources"]
-        assert resources["occupancy"] == int(re.search(r"^; Occupancy: (\d+)$", text, re.M).group(1))
+        assert resources["occupancy"] == int(re.search(r"^; Occupancy: (\d+)$", text, re.MULTILINE).group(1))
         assert resources["vgprs"] == int(re.search(r"\.vgpr_count:\s+(\d+)", text).group(1))
         assert resources["sgprs"] == int(re.search(r"\.sgpr_count:\s+(\d+)", text).group(1))
         assert f"{resources['vgprs']} VGPRs" in html

@@ -58,7 +58,9 @@ def by_compilation(autotune: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """compilation id -> {"won": [...where it was the best], "times": [{time_ms, percent, table}]}."""
     out: dict[str, dict[str, Any]] = {}
     for number, entry in enumerate(autotune, start=1):
-        label = entry.get("op") or entry.get("kernel") or f"session {number}"
+        label = entry.get("op") or entry.get("kernel") or (
+            f"best config printed at {(entry.get('log') or 'log').rsplit('/', 1)[-1]}:{entry.get('line')}"
+            if entry.get("printed_by") == "program" else f"session {number}")
         if entry.get("shapes"):
             label += f"({entry['shapes']})"
         if entry.get("best_compilation_id"):
@@ -78,7 +80,7 @@ def annotate_variants(session: Session, run: Run, variants: list[dict[str, Any]]
     """Add to each Variants row what sets it apart and how it did: the tile derived from the IR where
     no constexpr was recorded (so two configs never look alike), its resources, its autotune times
     and whether the autotuner (or the program's printed best config) picked it."""
-    from app.insight.resources import compilation_resources  # noqa: PLC0415 (kept beside its one use)
+    from app.insight.resources import compilation_resources
 
     by_ordinal = {c.ordinal: c for c in run.compilations}
     results = by_compilation(autotune)

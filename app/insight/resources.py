@@ -151,3 +151,10 @@ def resources_line(resources: dict | None) -> str:
     elif resources.get("occupancy") is not None:
         parts.append(f"occupancy {resources['occupancy']}")
     return " · ".join(parts)
+
+
+def resource_counts(compilation: Compilation) -> dict[str, int]:
+    """The numbers of the compare page's "registers (A / B)" column: registers, local bytes, occupancy."""
+    found = compilation_resources(compilation) or {}
+    keys = ("registers", "local_bytes", "occupancy", "sgprs", "agprs", "vgpr_spills", "sgpr_spills")
+    return {key: found[key] for key in keys if isinstance(found.get(key), int)}
