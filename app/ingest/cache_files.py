@@ -7,12 +7,14 @@ from __future__ import annotations
 from concurrent.futures import Future
 from typing import BinaryIO
 
+from app.ingest.binary_resources import CubinTap
 from app.ingest.disassembler import Disassembler, SassJobs
 from app.ingest.file_streams import drain, read_small
 from app.ingest.linking import CacheFolder
 from app.ingest.state import IngestState
 from app.store.blobs import sha256
 from parsers import cache
+from parsers.amdgcn_resources import amdgcn_resources
 
 
 class CacheFiles:
@@ -38,6 +40,9 @@ class CacheFiles:
             problem("warning", "the same file is in the upload twice: the second copy is not kept", path=path)
             return "duplicate", size
         if role == "cache-binary":
+            tap = CubinTap(stream) if path.endswith(".cubin") else None
+            if tap is not None:
+                stream = tap  # type: ignore[assignment]  # read through it: the resources come on the way
             if self.sass_jobs is not None and path.endswith(".cubin"):
                 size, digest, job = self.sass_jobs.add(stream)
                 if job is None:
@@ -47,6 +52,11 @@ class CacheFiles:
             else:
                 size, digest = drain(stream)
             folder.add(path.rsplit(".", 1)[-1], path, size, digest, None, None)
+            if tap is not None:
+                kernels, reason = tap.resources()
+                if reason and not kernels:
+                    problem("warning", f"registers and stack of this cubin not read: {reason}", path=path)
+                folder.resources = {"source": "cubin", "kernels": kernels, "problem": reason}
             return role, size
         data = read_small(stream, path)
         digest = sha256(data)
@@ -61,6 +71,8 @@ class CacheFiles:
         else:
             kind = cache.stage_of(path) or "text"
         blob = self.state.blobs.put(data, digest)
+        if kind == "amdgcn" and not folder.resources:
+            folder.resources = {"source": "amdgcn", **amdgcn_resources(data.decode("utf-8", "replace"))}
         match = sha256(data.rstrip(b"\r\n")) if kind in ("ttir", "ttgir", "glir", "source") else None
         folder.add(kind, path, len(data), digest, blob, match)
         return role, len(data)

@@ -63,6 +63,7 @@ class Captured:
 def capture_environment(base: dict[str, str], cache: Path, llvm: bool, timing: bool) -> dict[str, str]:
     env = dict(base)
     env["MLIR_ENABLE_DUMP"] = "1"
+    env.setdefault("TRITON_PRINT_AUTOTUNING", "1")  # the autotuner's choice, read by parsers/autotune.py
     env["TRITON_CACHE_DIR"] = str(cache)
     # With MLIR_DUMP_PATH set the dumps would go to that file instead of stderr, out of our sight.
     env.pop("MLIR_DUMP_PATH", None)

@@ -38,6 +38,7 @@ class CacheFolder:
     match_hashes: dict[str, str] = field(default_factory=dict)  # stage -> hash of its stripped text
     matched_by: str | None = None
     origin: str = "cache"  # "trace": a tritonparse compilation event standing in for a cache folder
+    resources: dict | None = None  # what its cubin or .amdgcn says (app/ingest/binary_resources.py)
 
     def add(self, kind: str, path: str, size: int, sha: str, blob: str | None, match: str | None) -> None:
         self.files.append({"kind": kind, "path": path, "size": size, "sha256": sha, "blob": blob})

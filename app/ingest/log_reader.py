@@ -12,6 +12,7 @@ import zstandard
 
 from app.ingest.log_prescan import LogPrescan
 from app.ingest.state import IngestState, LogResult
+from parsers.autotune import AutotuneScanner, may_hold
 from parsers.diagnostics import LogLines, parse_gap
 from parsers.log import NO_MODULE, body_damage, scan_log
 from parsers.records import CutLine, Dump, GapBlock, UnknownBanner
@@ -73,18 +74,28 @@ class LogReader:
         start = self.bytes_read()
         replaced = 0
         dumps = 0  # dumps and dump banners, parsed or not
+        autotune = AutotuneScanner()  # autotuning results printed among the other lines
 
         def process(record, digest: str | None, terms: frozenset[str] | None) -> None:
             nonlocal replaced, dumps
             kind = type(record)
             if kind is Dump:
                 dumps += 1
+                body = record.body
+                # another thread's autotune table interleaved into a dump (one C-speed scan of the body)
+                if b" ms " in body or b"AUTOTUNE" in body or b"utotuning" in body:
+                    for offset, line in enumerate(body.decode("utf-8", "replace").split("\n")):
+                        autotune.feed(record.line + 1 + offset, line)
                 self._add_dump(result, record, path, digest, terms)
             elif kind is GapBlock:
                 if len(record.lines) == 1 and not record.lines[0][1]:
                     text.add("\n")  # the blank line between two dumps: nothing to parse
                     return
-                text.add("".join(line + "\n" for _, line in record.lines))
+                joined = "".join(line + "\n" for _, line in record.lines)
+                text.add(joined)
+                if may_hold(joined):  # most gap blocks hold no autotuning result: one substring scan
+                    for number, line in record.lines:
+                        autotune.feed(number, line)
                 result.reproducer = find_reproducer(record.lines) or result.reproducer
                 result.trace.add_lines(record.lines)
                 for parsed in parse_gap(record.lines):
@@ -122,6 +133,9 @@ class LogReader:
                 "kept as log lines", path=path,
             )
         self.state.logs.append(result)
+        if autotune.entries:
+            self.state.run.autotune = (self.state.run.autotune or []) + [
+                dict(entry, log=path) for entry in autotune.entries]
         digest, size, compressed = text.finish()
         return self.state.blobs.put_compressed(digest, size, compressed) if size else None
 

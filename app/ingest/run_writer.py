@@ -8,6 +8,7 @@ import json
 from sqlalchemy import insert
 
 from app.ingest.banners import banner_ids, banner_key
+from app.ingest.binary_resources import stored_resources
 from app.ingest.linking import CacheFolder, attach_timings, link_caches, resolve_diagnostics
 from app.ingest.state import IngestState
 from app.ingest.traces import TraceCollector
@@ -85,6 +86,8 @@ class RunWriter:
                 counts={kind: record.count(kind) for kind in ("mlir", "internal", "llvm")},
                 changed=record.changed_count,
                 metadata_json=metadata.raw if metadata else None,
+                resources=stored_resources(folder.resources, record.kernel or (metadata.name if metadata else None))
+                if folder else None,
             )
             state.session.add(row)
             rows[id(record)] = row

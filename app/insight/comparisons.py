@@ -22,6 +22,7 @@ from app.insight import blob_facts
 from app.insight.compilation_data import compilation_data
 from app.insight.page_data import iso_time
 from app.insight.pass_alignment import Pair, PassStep, align, first_divergence
+from app.insight.resources import resource_counts
 from app.store.models import Artifact, Banner, Compilation, Run, Snapshot
 from app.urls import Urls, compilation_id, parse_compilation_id, snapshot_id
 
@@ -34,6 +35,7 @@ FINAL_STAGES = (
     ("ttgir", "TTGIR", ("ttgir",), "ttgir"),
     ("llir", "LLVM IR", ("llir",), "llvm-ir"),
     ("asm", "PTX / AMDGCN", ("ptx", "amdgcn"), None),
+    ("sass", "SASS", ("sass",), None),
 )
 # Register and spill counts: keys some cache metadata carries, and the AMDGCN metadata note's.
 REGISTER_KEYS = ("n_regs", "n_spills", "num_regs", "num_spills", "n_max_threads")
@@ -188,13 +190,15 @@ def final_stages(session: Session, side: Side) -> dict[str, dict[str, Any]]:
         if artifact is not None:
             digest = artifact.blob
             text = render.blob_reader.text(session, digest) or ""
+            count = render.sass_counts if key == "sass" else render.ops_counts
             entry = {
                 "kind": artifact.kind,
                 "from": "cache",
                 "lines": text.count("\n") + (1 if text and not text.endswith("\n") else 0),
                 "bytes": artifact.size,
-                "ops": dict(render.ops_counts(digest, lambda text=text: text)),
-                "registers": registers(side.compilation.metadata_json, text) if key == "asm" else {},
+                "ops": dict(count(digest, lambda text=text: text)),
+                "registers": {**registers(side.compilation.metadata_json, text), **resource_counts(side.compilation)}
+                if key == "asm" else {},
             }
         elif snapshot_stage is not None:
             last = next((s for s in reversed(side.snapshots) if s.stage == snapshot_stage), None)
@@ -212,7 +216,7 @@ def final_stages(session: Session, side: Side) -> dict[str, dict[str, Any]]:
             entry["label"] = label
             stages[key] = entry
     if "asm" not in stages:
-        found = registers(side.compilation.metadata_json, None)
+        found = {**registers(side.compilation.metadata_json, None), **resource_counts(side.compilation)}
         if found:
             stages["asm"] = {"kind": None, "label": FINAL_STAGES[2][1], "from": "metadata", "lines": None,
                              "bytes": None, "ops": {}, "registers": found}

@@ -9,9 +9,11 @@ from sqlalchemy.orm import Session
 
 from app import render
 from app.insight import blob_facts
+from app.insight.kernel_config import compilation_config
 from app.insight.op_search import first_seen, indexed
 from app.insight.page_data import compilation_detail
 from app.insight.pass_charts import pass_charts
+from app.insight.resources import compilation_resources
 from app.store.models import Compilation
 from app.urls import Urls
 
@@ -28,4 +30,6 @@ def compilation_data(session: Session, compilation: Compilation, urls: Urls) -> 
         snapshots, data["snapshots"],
         lambda digest: (lambda: render.blob_reader.text(session, digest)),
     )
+    data["resources"] = compilation_resources(compilation, session)
+    data["config"] = compilation_config(session, compilation)
     return data

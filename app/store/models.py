@@ -207,6 +207,8 @@ class Run(Base):
     input_bytes: Mapped[int] = mapped_column(Integer, default=0)
     damaged: Mapped[int] = mapped_column(Integer, default=0)
     stats: Mapped[dict] = mapped_column(JSON, default=dict)
+    # Autotuning tables and sessions the run's logs printed (parsers/autotune.py); None: none seen.
+    autotune: Mapped[list | None] = mapped_column(JSON, nullable=True)
     compilations: Mapped[list[Compilation]] = relationship(
         back_populates="run", order_by="Compilation.ordinal", cascade="all, delete-orphan"
     )
@@ -238,6 +240,9 @@ class Compilation(Base):
     counts: Mapped[dict] = mapped_column(JSON, default=dict)  # {"mlir": N, "internal": N, "llvm": N}
     changed: Mapped[int] = mapped_column(Integer, default=0)
     metadata_json: Mapped[dict | None] = mapped_column(ZippedJSON)
+    # What its cubin or AMDGCN says (registers, stack, static shared...), read at ingest: the binary
+    # itself is not kept (app/insight/resources.py turns it into what the pages show).
+    resources: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     run: Mapped[Run] = relationship(back_populates="compilations")
     snapshots: Mapped[list[Snapshot]] = relationship(order_by="Snapshot.index", cascade="all, delete-orphan")
     artifacts: Mapped[list[Artifact]] = relationship(order_by="Artifact.pk", cascade="all, delete-orphan")

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from app import render
 from app.diff import DEFAULT_CONTEXT, MAX_CONTEXT, DiffOptions
 from app.highlight.hwops import GROUPS
+from app.insight.compare_why import why
 from app.insight.comparisons import (
     CompareNotFound,
     Side,
@@ -121,7 +122,9 @@ def page_data(session: Session, a: Side, b: Side, options: CompareOptions, urls:
     effect_divergence = first_effect_divergence(pairs, a_effects, b_effects)
     a_stages, b_stages = final_stages(session, a), final_stages(session, b)
     url = urls.compare(a.id, b.id)
+    effect_summary = _effect_divergence(pairs, rows, effect_divergence, (a, a_effects), (b, b_effects), urls, diff_query)
     return {
+        "why": why(session, a.compilation, b.compilation, a_stages, b_stages, effect_summary, urls),
         "a": side_info(session, a, urls),
         "b": side_info(session, b, urls),
         "options": options.as_dict(),
@@ -132,8 +135,7 @@ def page_data(session: Session, a: Side, b: Side, options: CompareOptions, urls:
             "identical": sum(1 for pair in pairs if pair.identical),
             "differing": sum(1 for pair in pairs if pair.a is not None and pair.b is not None and not pair.identical),
             "first_divergence": _divergence(pairs, rows, divergence, a, b),
-            "first_effect_divergence": _effect_divergence(
-                pairs, rows, effect_divergence, (a, a_effects), (b, b_effects), urls, diff_query),
+            "first_effect_divergence": effect_summary,
             "only_a": [_only(k, row, "a") for k, row in enumerate(rows) if row["b"] is None],
             "only_b": [_only(k, row, "b") for k, row in enumerate(rows) if row["a"] is None],
             "options": option_differences(a, b),

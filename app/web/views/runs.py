@@ -16,6 +16,7 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 from app.ingest.log_prescan import LogPrescan, upload_path
 from app.ingest.pipeline import Ingest, IngestError
 from app.insight import precompute as map_prep
+from app.insight.autotune import annotate_variants, run_autotune
 from app.insight.comparisons import run_variants
 from app.insight.page_data import input_records, recent_runs, run_summary
 from app.store.blobs import ZSTD_CODECS, BlobReader, blob_row
@@ -283,6 +284,8 @@ def run_page(request: Request, run_id: str, session: SessionDep, urls: UrlsDep):
     run = load_run(session, run_id)
     data = run_summary(session, run, urls)
     data["variants"] = run_variants(session, run, urls)  # kernels compiled more than once (autotune)
+    data["autotune"] = run_autotune(session, run, urls)
+    annotate_variants(session, run, data["variants"], data["autotune"])
     if not wants_json(request):
         # Inline excerpts of the logs' non-IR text; the JSON gives their URLs instead.
         text_blobs = {

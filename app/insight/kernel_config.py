@@ -1,0 +1,131 @@
+"""The config a compilation was built with: its constexprs (BLOCK_M, ...) and compile options.
+
+Where Triton keeps the constexprs: nowhere in the cache for 3.1 to 3.9 (the metadata .json has the
+options, num_warps, num_stages, shared..., but no `constants`/`constexprs` key; the `.source` file
+has them inlined as constants, without their names). A tritonparse trace has them (a traced
+compilation's metadata carries the autotune `config`, app/ingest/traces.py), and so do the
+autotuner's printed lines (TRITON_PRINT_AUTOTUNING=1; parsers/autotune.py), matched to the
+compilation in app/insight/autotune.py. Where nothing names them, the tile shape is derived from the
+IR: the operand shapes of the first `tt.dot` (MxK times KxN) give MxNxK, labelled "derived".
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app import render
+from app.store.models import Artifact, Compilation, Snapshot
+
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+_BLOCK_AXIS = re.compile(r"(?:BLOCK_?(?:SIZE_?)?|B|TILE_?)([MNK])")
+_DOT = re.compile(r"\btt\.dot(?:_scaled)?\b[^\n]*?:\s*tensor<(\d+)x(\d+)x[^>]*>\s*\*\s*tensor<(\d+)x(\d+)x")
+
+
+def dot_tile(text: str) -> dict[str, int] | None:
+    """M, N, K of the first tt.dot of a TTIR/TTGIR text."""
+    match = _DOT.search(text)
+    if match is None:
+        return None
+    m, k, _k2, n = (int(group) for group in match.groups())
+    return {"M": m, "N": n, "K": k}
+
+
+_TILES: dict[str, tuple | None] = {}  # blob digest -> its tile (a blob's text never changes)
+
+
+def _tile_of_blob(digest: str, loader) -> tuple | None:
+    if digest not in _TILES:
+        if len(_TILES) > 8192:
+            _TILES.clear()
+        tile = dot_tile(loader() or "")
+        _TILES[digest] = tuple(tile.items()) if tile else None
+    return _TILES[digest]
+
+
+def derived_tile(session: Session, compilation: Compilation) -> dict[str, int] | None:
+    """The tile shape of the compilation's TTIR (cache file, else its first TTIR dump)."""
+    candidates = [
+        session.scalar(select(Artifact.blob).where(Artifact.compilation_pk == compilation.pk,
+                                                   Artifact.kind == "ttir").limit(1)),
+        session.scalar(select(Snapshot.blob).where(Snapshot.compilation_pk == compilation.pk, Snapshot.stage == "ttir")
+                       .order_by(Snapshot.index.desc()).limit(1)),
+    ]
+    for digest in candidates:
+        if digest is not None:
+            found = _tile_of_blob(digest, lambda digest=digest: render.blob_reader.text(session, digest))
+            if found:
+                return dict(found)
+    return None
+
+
+def recorded_constexprs(compilation: Compilation) -> dict[str, Any]:
+    """Constexprs named in what was stored: a trace's autotune config, a metadata `constants` /
+    `constexprs` dict, block sizes as keys of their own."""
+    metadata = compilation.metadata_json or {}
+    found: dict[str, Any] = {}
+    for source in (metadata.get("config"), metadata.get("constants"), metadata.get("constexprs")):
+        if isinstance(source, dict):
+            for name, value in source.items():
+                if name not in LAUNCH_OPTIONS and isinstance(name, str):
+                    found.setdefault(name, value)
+    for name, value in metadata.items():
+        if isinstance(name, str) and name.upper().startswith("BLOCK"):
+            found.setdefault(name, value)
+    return found
+
+
+def options(compilation: Compilation) -> dict[str, Any]:
+    metadata = compilation.metadata_json or {}
+    out: dict[str, Any] = {}
+    for key in LAUNCH_OPTIONS:
+        value = getattr(compilation, key, None)
+        if value is None:
+            value = metadata.get(key)
+        if value is None and isinstance(metadata.get("config"), dict):
+            value = metadata["config"].get(key)
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def compilation_config(session: Session, compilation: Compilation) -> dict[str, Any]:
+    """{"constexprs": {...}, "source": "recorded" | "derived" | None, "tile": {M, N, K} | None,
+    "options": {...}}: the tile is derived from the IR whether or not constexprs were recorded."""
+    constexprs = recorded_constexprs(compilation)
+    tile = derived_tile(session, compilation)
+    return {"constexprs": constexprs, "source": "recorded" if constexprs else ("derived" if tile else None),
+            "tile": tile, "options": options(compilation)}
+
+
+def tile_text(tile: dict | None) -> str:
+    return f"{tile['M']}x{tile['N']}x{tile['K']}" if tile else ""
+
+
+def config_matches(config: dict[str, Any], compilation_options: dict[str, Any], constexprs: dict[str, Any],
+                   tile: dict | None) -> bool:
+    """Whether an autotune config (constexprs and options, as printed) describes this compilation: every
+    option it names agrees, and its constexprs agree with the recorded ones, or else its block sizes
+    with the derived tile (BLOCK_M / BM / ..._M against M, and so on)."""
+    for key in LAUNCH_OPTIONS:
+        if key in config and config[key] is not None and key in compilation_options \
+                and str(config[key]) != str(compilation_options[key]):
+            return False
+    named = {key: value for key, value in config.items() if key not in LAUNCH_OPTIONS}
+    if constexprs:
+        shared = set(named) & set(constexprs)
+        return bool(shared) and all(str(named[key]) == str(constexprs[key]) for key in shared)
+    if tile is None:
+        return False
+    compared = 0
+    for key, value in named.items():
+        axis = _BLOCK_AXIS.fullmatch(key.upper())  # GROUP_M and the like are not tile sizes
+        if axis is None or not str(value).isdigit():
+            continue
+        compared += 1
+        if int(value) != tile[axis.group(1)]:
+            return False
+    return compared > 0
