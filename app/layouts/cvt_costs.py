@@ -18,7 +18,8 @@ from app.layouts.mapping import DTYPE_BITS
 from app.layouts.parse import Encoding, parse_encoding
 
 _DEF = re.compile(r"#([A-Za-z_][\w$-]*) = (#[A-Za-z_]\w*\.\w+.*)$")
-_CVT = re.compile(r"(?:ttg|triton_gpu)\.convert_layout %[\w#.]+ : tensor<((?:\d+x)+)([^,<>]*(?:<[^<>]*>)?), ")
+_CVT = re.compile(r"(?:ttg|triton_gpu)\.convert_layout %[\w#.]+( \{[^{}]*\})? : "
+                  r"tensor<((?:\d+x)+)([^,<>]*(?:<[^<>]*>)?), ")
 _TARGET = re.compile(r'ttg\.target = "([^"]+)"')
 _DST = re.compile(r"-> tensor<(?:\d+x)+[^,<>]*(?:<[^<>]*>)?, ")
 MAX_CONVERSIONS = 5000  # per text; a page lists them, so bound the work
@@ -61,19 +62,19 @@ def _parsed(encoding: str) -> Encoding:
 
 
 @lru_cache(maxsize=4096)
-def _cost(src: str, dst: str, shape: tuple[int, ...], bits: int, target: str) -> dict | None:
+def _cost(src: str, dst: str, shape: tuple[int, ...], bits: int, target: str, forced: bool) -> dict | None:
     try:
-        return conversion(_linear(src, shape), _linear(dst, shape), list(shape), bits, target)
+        return conversion(_linear(src, shape), _linear(dst, shape), list(shape), bits, target, forced)
     except LayoutError:
         return None
 
 
 def _conversions(
     lines: Iterable[str], default_target: str = "",
-) -> Iterator[tuple[int, str, str, tuple[int, ...], str, str]]:
-    """Each convert_layout as (line number, source, destination, shape, element type, target), its
-    encodings with aliases expanded; at most MAX_CONVERSIONS. The module's `ttg.target` is the
-    target; ``default_target`` (the compilation's) where it names none."""
+) -> Iterator[tuple[int, str, str, tuple[int, ...], str, str, bool]]:
+    """Each convert_layout as (line number, source, destination, shape, element type, target, forced
+    to shuffles), its encodings with aliases expanded; at most MAX_CONVERSIONS. The module's
+    `ttg.target` is the target; ``default_target`` (the compilation's) where it names none."""
     aliases: dict[str, str] = {}
     target = default_target or ""
     found = 0
@@ -101,7 +102,8 @@ def _conversions(
             src, dst = expand(src_text, aliases), expand(_encoding(rest, d.end()), aliases)
         except LayoutError:
             continue
-        yield number, src, dst, tuple(int(x) for x in m.group(1).split("x") if x), m.group(2), target
+        forced = bool(m.group(1)) and "force_warp_shuffle" in m.group(1)
+        yield number, src, dst, tuple(int(x) for x in m.group(2).split("x") if x), m.group(3), target, forced
         found += 1
         if found >= MAX_CONVERSIONS:
             break
@@ -111,8 +113,8 @@ def convert_costs(lines: Iterable[str], default_target: str = "") -> list[dict]:
     """[{"line", "kind", "label", "shape", "dtype", "src", "dst", "target", ...}] in text order. The
     module's `ttg.target` sizes scratch; ``default_target`` (the compilation's) where it has none."""
     found: list[dict] = []
-    for number, src, dst, shape, dtype, target in _conversions(lines, default_target):
-        cost = _cost(src, dst, shape, _bits(dtype), target)
+    for number, src, dst, shape, dtype, target, forced in _conversions(lines, default_target):
+        cost = _cost(src, dst, shape, _bits(dtype), target, forced)
         if cost is None:
             continue
         found.append({"line": number, "kind": cost["kind"], "label": LABELS[cost["kind"]], "shape": list(shape),
@@ -123,11 +125,12 @@ def convert_costs(lines: Iterable[str], default_target: str = "") -> list[dict]:
 
 
 @lru_cache(maxsize=4096)
-def _kind(src: str, dst: str, shape: tuple[int, ...]) -> str | None:
+def _kind(src: str, dst: str, shape: tuple[int, ...], forced: bool = False) -> str | None:
     """A conversion's kind alone: what the per-pass counts need, without sizing its scratch
-    (most of a cold compilation page's conversion time)."""
+    (most of a cold compilation page's conversion time). The kind does not depend on the element
+    type or the target (Triton 3.9 decides it from the layouts alone)."""
     try:
-        return conversion_kind(_linear(src, shape), _linear(dst, shape))
+        return conversion_kind(_linear(src, shape), _linear(dst, shape), forced)
     except LayoutError:
         return None
 
@@ -152,7 +155,8 @@ def counts_by_kind(digest: str, load_text) -> dict[str, int]:
     text = load_text() or ""
     counts: dict[str, int] = {}
     if "convert_layout" in text:
-        kinds = Counter(_kind(src, dst, shape) for _n, src, dst, shape, _t, _g in _conversions(io.StringIO(text)))
+        kinds = Counter(_kind(src, dst, shape, forced)
+                        for _n, src, dst, shape, _t, _g, forced in _conversions(io.StringIO(text)))
         counts = {kind: kinds[kind] for kind in ("shared", "shuffles", "registers", "none") if kinds[kind]}
     if len(_COUNTS) >= _COUNTS_MAX:
         _COUNTS.pop(next(iter(_COUNTS)))
