@@ -12,11 +12,14 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from app.layouts.conversion import conversion
 from app.layouts.cvt_costs import convert_costs
+from app.layouts.elements import element_bits
+from app.layouts.errors import LayoutError
 
 REFERENCE = Path(__file__).parent / "layout_cases" / "triton39_cvt_reference.json"
-BITS = {"i1": 8, "i8": 8, "f16": 16, "bf16": 16, "f32": 32, "i32": 32, "f64": 64, "i64": 64}
 
 
 def reference() -> list[dict]:
@@ -30,14 +33,10 @@ def _kind(cost: dict) -> str:
     return "none" if cost["kind"] in ("none", "registers") else cost["kind"]
 
 
-def _bits(dtype: str) -> int:
-    return 64 if dtype.startswith("!tt.ptr") else BITS[dtype]
-
-
 def test_every_reference_conversion_is_costed_as_triton_lowers_it():
     wrong = []
     for row in reference():
-        cost = conversion(row["src"], row["dst"], row["shape"], _bits(row["dtype"]), row["target"])
+        cost = conversion(row["src"], row["dst"], row["shape"], row["dtype"], row["target"])
         if _kind(cost) != row["triton_kind"] or cost["scratch_bytes"] != row["scratch_bytes"]:
             wrong.append((row["family"], row["target"], row["shape"], row["dtype"], row["triton_kind"],
                           row["scratch_bytes"], cost["kind"], cost["scratch_bytes"]))
@@ -61,6 +60,47 @@ def test_the_reference_covers_the_families_of_issue_25():
     assert {"!tt.ptr<f16>", "!tt.ptr<bf16>", "i1", "f64", "i8"} <= dtypes
     assert any(op.startswith("llvm.amdgcn.permlane") for r in rows for op in r["shuffle_ops"])
     assert len(rows) >= 100
+
+
+def test_pointer_and_i1_elements_are_sized_as_triton_stores_them():
+    """A !tt.ptr tensor goes through shared memory as 64-bit integers, an i1 tensor as bytes."""
+    rows = {(r["dtype"], r["target"]): r for r in reference()
+            if r["family"] == "element type" and r["triton_kind"] == "shared"}
+    ptr, f64, i1, i8 = (rows[t, "cuda:90"] for t in ("!tt.ptr<f16>", "f64", "i1", "i8"))
+    assert ptr["scratch_bytes"] == f64["scratch_bytes"] == 2 * i8["scratch_bytes"]
+    assert i1["scratch_bytes"] == i8["scratch_bytes"]
+    cost = conversion(ptr["src"], ptr["dst"], ptr["shape"], "!tt.ptr<f16>", "cuda:90")
+    assert cost["element_type"] == "!tt.ptr<f16>" and cost["element_bits"] == 64
+    assert cost["scratch_bytes_at_most"] == 128 * 64 * 8
+    assert conversion(ptr["src"], ptr["dst"], ptr["shape"], "f16", "cuda:90")["scratch_bytes"] != ptr["scratch_bytes"]
+    assert element_bits("i1") == element_bits("i8") == element_bits("f8E4M3FN") == 8
+    assert element_bits("f4E2M1FN") == 8 and element_bits("bf16") == 16 and element_bits("!tt.ptr<i64>") == 64
+
+
+@pytest.mark.parametrize("missing", [None, "", "  ", "tensor", "f", "!tt.tensordesc<64xf16>"])
+def test_a_missing_or_unknown_element_type_is_refused(missing):
+    row = next(r for r in reference() if r["triton_kind"] == "shared")
+    with pytest.raises(LayoutError, match="element type"):
+        conversion(row["src"], row["dst"], row["shape"], missing, row["target"])
+
+
+def test_a_snapshot_costs_a_pointer_tensor_with_64_bit_elements():
+    """convert_costs reads the element type off the op itself: tensor<128x64x!tt.ptr<f16>>."""
+    row = next(r for r in reference() if r["dtype"] == "!tt.ptr<f16>" and r["triton_kind"] == "shared"
+               and r["target"] == "cuda:90")
+    dims = "x".join(map(str, row["shape"]))
+    text = [f"#a = {row['src']}", f"#b = {row['dst']}",
+            'module attributes {"ttg.num-warps" = 4 : i32, ttg.target = "cuda:90"} {',
+            f"  %1 = ttg.convert_layout %0 : tensor<{dims}x!tt.ptr<f16>, #a> -> tensor<{dims}x!tt.ptr<f16>, #b>",
+            f"  %3 = ttg.convert_layout %2 : tensor<{dims}xf16, #a> -> tensor<{dims}xf16, #b>",
+            f"  %5 = ttg.convert_layout %4 : tensor<{dims}x!tt.tensordesc<f16>, #a> -> tensor<{dims}x!tt.tensordesc<f16>, #b>",
+            "}"]
+    ptr, half, unknown = convert_costs(text)
+    assert ptr["dtype"] == "!tt.ptr<f16>" and ptr["element_bits"] == 64
+    assert ptr["scratch_bytes"] == row["scratch_bytes"]
+    assert half["element_bits"] == 16 and half["scratch_bytes"] < ptr["scratch_bytes"]
+    # an element type irlens cannot size keeps its kind, with the scratch unknown rather than guessed
+    assert unknown["kind"] == "shared" and unknown["scratch_bytes"] is None and unknown["element_bits"] is None
 
 
 def test_an_op_forced_to_shuffles_is_read():

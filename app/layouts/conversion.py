@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from app.layouts.compose import DIMS, composed
 from app.layouts.convert import to_linear_layout
+from app.layouts.elements import element_bits
+from app.layouts.errors import LayoutError
 from app.layouts.linear import LinearLayout
 from app.layouts.parse import Encoding
 from app.layouts.scratch import ldst_scratch_bytes, tiled_scratch_bytes
@@ -149,24 +151,38 @@ def _scratch(src: LinearLayout, dst: LinearLayout, bits: int, target: str) -> in
     return None if size is None else size // split
 
 
-def conversion(src: Encoding | str | LinearLayout, dst: Encoding | str | LinearLayout, shape: list[int], dtype_bits: int,
-               target: str = "", force_warp_shuffle: bool = False) -> dict:
-    """{"kind", "scratch_bytes", ...}. A trip through shared memory is sized as Triton's swizzling does
+def conversion(src: Encoding | str | LinearLayout, dst: Encoding | str | LinearLayout, shape: list[int],
+               element_type: str | int, target: str = "", force_warp_shuffle: bool = False) -> dict:
+    """{"kind", "crosses", "element_type", "element_bits", "scratch_bytes", ...} of converting a
+    tensor of ``shape`` and ``element_type`` from ``src`` to ``dst`` on ``target`` ("cuda:90",
+    "hip:gfx950", ...; the module's ttg.target).
+
+    ``element_type`` is the tensor's element type as written in the IR (``f16``, ``i1``,
+    ``!tt.ptr<f16>``: pointers take 64 bits, i1 is stored as i8); it is required, never guessed
+    (LayoutError when missing or unknown). An int is taken as the element's bit width (the old form
+    of this argument; pass the type). A trip through shared memory is sized as Triton's swizzling does
     (app/layouts/scratch.py): plain loads/stores on AMD, ldmatrix/stmatrix tiles too on NVIDIA.
     ``scratch_bytes`` is null where no target is given (or for AMD, across CTAs);
-    ``scratch_bytes_at_most`` always bounds it (the tensor once). ``force_warp_shuffle``: the op
-    carries Triton's ``{force_warp_shuffle}`` attribute."""
+    ``scratch_bytes_at_most`` always bounds it (the tensor once)."""
+    if isinstance(element_type, bool) or not isinstance(element_type, (str, int)):
+        raise LayoutError("the element type is required (as written in the IR: f16, i1, !tt.ptr<f16>, ...)")
+    if isinstance(element_type, int):
+        if element_type <= 0:
+            raise LayoutError(f"an element of {element_type} bits")
+        bits, label = max(element_type, 8), None
+    else:
+        bits, label = element_bits(element_type), element_type.strip()
     # a caller converting many pairs may pass layouts it already built (app/layouts/cvt_costs.py)
     s = src if isinstance(src, LinearLayout) else to_linear_layout(src, shape)
     d = dst if isinstance(dst, LinearLayout) else to_linear_layout(dst, shape)
     kind = conversion_kind(s, d, force_warp_shuffle)
-    out: dict = {"kind": kind, "crosses": minimal_dims(s, d)}
+    out: dict = {"kind": kind, "crosses": minimal_dims(s, d), "element_type": label, "element_bits": bits}
     if kind == "shared":
         elements = 1
         for n in shape:
             elements *= n
-        out["scratch_bytes"] = _scratch(s, d, dtype_bits, target)
-        out["scratch_bytes_at_most"] = elements * max(dtype_bits, 8) // 8
+        out["scratch_bytes"] = _scratch(s, d, bits, target)
+        out["scratch_bytes_at_most"] = elements * bits // 8
     else:
         out["scratch_bytes"] = 0
     return out

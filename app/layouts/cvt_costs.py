@@ -1,5 +1,7 @@
 """Every ttg.convert_layout of one IR text with what its lowering costs: a line scan (aliases are
-defined before use), each distinct (source, destination, shape, element type) decided once."""
+defined before use), each distinct (source, destination, shape, element type, target) decided once.
+The element type is the op's own (a `!tt.ptr<...>` tensor is costed with 64-bit elements, i1 as i8);
+one irlens cannot size leaves the conversion's kind and an unsized scratch, never a guessed width."""
 
 from __future__ import annotations
 
@@ -10,11 +12,10 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 from app.layouts.aliases import expand
-from app.layouts.conversion import conversion, conversion_kind
+from app.layouts.conversion import conversion, conversion_kind, minimal_dims
 from app.layouts.convert import to_linear_layout
 from app.layouts.errors import LayoutError
 from app.layouts.linear import LinearLayout
-from app.layouts.mapping import DTYPE_BITS
 from app.layouts.parse import Encoding, parse_encoding
 
 _DEF = re.compile(r"#([A-Za-z_][\w$-]*) = (#[A-Za-z_]\w*\.\w+.*)$")
@@ -41,13 +42,6 @@ def _encoding(line: str, start: int) -> str:
     return line[start:]
 
 
-def _bits(elem: str) -> int:
-    elem = elem.strip()
-    if elem.startswith("!tt.ptr"):
-        return 64
-    return DTYPE_BITS.get(elem, 32)
-
-
 @lru_cache(maxsize=1024)
 def _linear(encoding: str, shape: tuple[int, ...]) -> LinearLayout:
     """An encoding's layout over a shape, built once: a text's conversions share a few encodings,
@@ -62,11 +56,17 @@ def _parsed(encoding: str) -> Encoding:
 
 
 @lru_cache(maxsize=4096)
-def _cost(src: str, dst: str, shape: tuple[int, ...], bits: int, target: str, forced: bool) -> dict | None:
+def _cost(src: str, dst: str, shape: tuple[int, ...], elem: str, target: str, forced: bool) -> dict | None:
     try:
-        return conversion(_linear(src, shape), _linear(dst, shape), list(shape), bits, target, forced)
+        s, d = _linear(src, shape), _linear(dst, shape)
     except LayoutError:
         return None
+    try:
+        return conversion(s, d, list(shape), elem, target, forced)
+    except LayoutError:  # an element type irlens cannot size: the kind stands, the scratch is unknown
+        kind = conversion_kind(s, d, forced)
+        return {"kind": kind, "crosses": minimal_dims(s, d), "element_type": elem.strip(), "element_bits": None,
+                "scratch_bytes": None if kind == "shared" else 0}
 
 
 def _conversions(
@@ -103,23 +103,25 @@ def _conversions(
         except LayoutError:
             continue
         forced = bool(m.group(1)) and "force_warp_shuffle" in m.group(1)
-        yield number, src, dst, tuple(int(x) for x in m.group(2).split("x") if x), m.group(3), target, forced
+        yield number, src, dst, tuple(int(x) for x in m.group(2).split("x") if x), m.group(3).strip(), target, forced
         found += 1
         if found >= MAX_CONVERSIONS:
             break
 
 
 def convert_costs(lines: Iterable[str], default_target: str = "") -> list[dict]:
-    """[{"line", "kind", "label", "shape", "dtype", "src", "dst", "target", ...}] in text order. The
-    module's `ttg.target` sizes scratch; ``default_target`` (the compilation's) where it has none."""
+    """[{"line", "kind", "label", "shape", "dtype", "element_bits", "src", "dst", "target", ...}] in
+    text order. ``dtype`` is the op's element type as written (what a link to the inspector must pass
+    on as the element type); ``element_bits`` what one element takes in scratch (null: unknown type).
+    The module's `ttg.target` sizes scratch; ``default_target`` (the compilation's) where it has none."""
     found: list[dict] = []
     for number, src, dst, shape, dtype, target, forced in _conversions(lines, default_target):
-        cost = _cost(src, dst, shape, _bits(dtype), target, forced)
+        cost = _cost(src, dst, shape, dtype, target, forced)
         if cost is None:
             continue
         found.append({"line": number, "kind": cost["kind"], "label": LABELS[cost["kind"]], "shape": list(shape),
-                      "dtype": dtype.strip(), "src": src, "dst": dst, "target": target or None,
-                      "scratch_bytes": cost["scratch_bytes"],
+                      "dtype": dtype, "element_bits": cost["element_bits"], "src": src, "dst": dst,
+                      "target": target or None, "scratch_bytes": cost["scratch_bytes"],
                       "scratch_bytes_at_most": cost.get("scratch_bytes_at_most")})
     return found
 
