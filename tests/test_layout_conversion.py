@@ -11,7 +11,6 @@ from pathlib import Path
 from app.layouts.conversion import conversion
 from app.layouts.convert import to_linear_layout
 from app.layouts.cvt_costs import convert_costs, summary
-from app.layouts.mapping import DTYPE_BITS
 from tests.conftest import corpus_archive
 
 FIXTURES = Path(__file__).parent / "fixtures" / "layouts" / "triton39_convert_layout.json.gz"
@@ -22,17 +21,13 @@ def fixtures():
         return json.load(f)["fixtures"]
 
 
-def bits(dtype: str) -> int:
-    return 64 if dtype.startswith("!tt.ptr") else DTYPE_BITS[dtype]
-
-
 def test_every_conversion_kind_is_tritons():
     seen = Counter()
     wrong = []
     for fx in fixtures():
         assert "error" not in fx
         triton = "shared" if fx["shared_access"] else "shuffles" if fx["shuffles"] else "no movement"
-        ours = conversion(fx["src"], fx["dst"], fx["shape"], bits(fx["dtype"]), fx["target"])
+        ours = conversion(fx["src"], fx["dst"], fx["shape"], fx["dtype"], fx["target"])
         kind = "no movement" if ours["kind"] in ("none", "registers") else ours["kind"]
         seen[kind] += 1
         seen[fx["target"]] += 1
@@ -64,12 +59,12 @@ def _lanes_and_warps(attr: str, shape: list[int]):
 
 def test_identical_layouts_need_nothing_and_a_register_permutation_stays_in_registers():
     b = "#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>"
-    assert conversion(b, b, [64, 64], 16)["kind"] == "none"
+    assert conversion(b, b, [64, 64], "f16")["kind"] == "none"
     lin = ("#ttg.linear<{register = [[0, 2], [0, 1], [32, 0]], lane = [[0, 4], [0, 8], [0, 16], [1, 0], [2, 0]], "
            "warp = [[4, 0], [8, 0]], block = []}>")
     lin2 = ("#ttg.linear<{register = [[0, 1], [0, 2], [32, 0]], lane = [[0, 4], [0, 8], [0, 16], [1, 0], [2, 0]], "
             "warp = [[4, 0], [8, 0]], block = []}>")
-    assert conversion(lin, lin2, [64, 32], 16)["kind"] == "registers"
+    assert conversion(lin, lin2, [64, 32], "f16")["kind"] == "registers"
 
 
 def test_a_snapshot_lists_its_conversions_with_their_costs():
@@ -150,9 +145,9 @@ def test_a_conversion_split_over_ctas():
     one = "#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>"
     other = "#ttg.blocked<{sizePerThread = [4, 1], threadsPerWarp = [8, 4], warpsPerCTA = [1, 4], order = [0, 1]}>"
     alike = ", CGALayout = [[1, 0]]}>"
-    halves = conversion(one.replace("}>", alike), other.replace("}>", alike), [64, 64], 16, "cuda:90")
+    halves = conversion(one.replace("}>", alike), other.replace("}>", alike), [64, 64], "f16", "cuda:90")
     assert halves["scratch_bytes"] == 2048  # Triton 3.9 compiled with num_ctas=2: 2048 (a committed fixture)
-    across = (one.replace("}>", alike), other.replace("}>", ", CGALayout = [[0, 1]]}>"), [64, 64], 16)
+    across = (one.replace("}>", alike), other.replace("}>", ", CGALayout = [[0, 1]]}>"), [64, 64], "f16")
     assert conversion(*across, "cuda:90")["scratch_bytes"] == 4096  # likewise compiled
     cost = conversion(*across, "hip:gfx1250")
     assert cost["kind"] == "shared" and cost["scratch_bytes"] is None and cost["scratch_bytes_at_most"] == 8192

@@ -1,5 +1,7 @@
 """Every ttg.convert_layout of one IR text with what its lowering costs: a line scan (aliases are
-defined before use), each distinct (source, destination, shape, element type) decided once."""
+defined before use), each distinct (source, destination, shape, element type, target) decided once.
+The element type is the op's own (a `!tt.ptr<...>` tensor is costed with 64-bit elements, i1 as i8);
+one irlens cannot size leaves the conversion's kind and an unsized scratch, never a guessed width."""
 
 from __future__ import annotations
 
@@ -10,15 +12,15 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 from app.layouts.aliases import expand
-from app.layouts.conversion import conversion, conversion_kind
+from app.layouts.conversion import conversion, conversion_kind, minimal_dims
 from app.layouts.convert import to_linear_layout
 from app.layouts.errors import LayoutError
 from app.layouts.linear import LinearLayout
-from app.layouts.mapping import DTYPE_BITS
 from app.layouts.parse import Encoding, parse_encoding
 
 _DEF = re.compile(r"#([A-Za-z_][\w$-]*) = (#[A-Za-z_]\w*\.\w+.*)$")
-_CVT = re.compile(r"(?:ttg|triton_gpu)\.convert_layout %[\w#.]+ : tensor<((?:\d+x)+)([^,<>]*(?:<[^<>]*>)?), ")
+_CVT = re.compile(r"(?:ttg|triton_gpu)\.convert_layout %[\w#.]+( \{[^{}]*\})? : "
+                  r"tensor<((?:\d+x)+)([^,<>]*(?:<[^<>]*>)?), ")
 _TARGET = re.compile(r'ttg\.target = "([^"]+)"')
 _DST = re.compile(r"-> tensor<(?:\d+x)+[^,<>]*(?:<[^<>]*>)?, ")
 MAX_CONVERSIONS = 5000  # per text; a page lists them, so bound the work
@@ -40,13 +42,6 @@ def _encoding(line: str, start: int) -> str:
     return line[start:]
 
 
-def _bits(elem: str) -> int:
-    elem = elem.strip()
-    if elem.startswith("!tt.ptr"):
-        return 64
-    return DTYPE_BITS.get(elem, 32)
-
-
 @lru_cache(maxsize=1024)
 def _linear(encoding: str, shape: tuple[int, ...]) -> LinearLayout:
     """An encoding's layout over a shape, built once: a text's conversions share a few encodings,
@@ -61,19 +56,25 @@ def _parsed(encoding: str) -> Encoding:
 
 
 @lru_cache(maxsize=4096)
-def _cost(src: str, dst: str, shape: tuple[int, ...], bits: int, target: str) -> dict | None:
+def _cost(src: str, dst: str, shape: tuple[int, ...], elem: str, target: str, forced: bool) -> dict | None:
     try:
-        return conversion(_linear(src, shape), _linear(dst, shape), list(shape), bits, target)
+        s, d = _linear(src, shape), _linear(dst, shape)
     except LayoutError:
         return None
+    try:
+        return conversion(s, d, list(shape), elem, target, forced)
+    except LayoutError:  # an element type irlens cannot size: the kind stands, the scratch is unknown
+        kind = conversion_kind(s, d, forced)
+        return {"kind": kind, "crosses": minimal_dims(s, d), "element_type": elem.strip(), "element_bits": None,
+                "scratch_bytes": None if kind == "shared" else 0}
 
 
 def _conversions(
     lines: Iterable[str], default_target: str = "",
-) -> Iterator[tuple[int, str, str, tuple[int, ...], str, str]]:
-    """Each convert_layout as (line number, source, destination, shape, element type, target), its
-    encodings with aliases expanded; at most MAX_CONVERSIONS. The module's `ttg.target` is the
-    target; ``default_target`` (the compilation's) where it names none."""
+) -> Iterator[tuple[int, str, str, tuple[int, ...], str, str, bool]]:
+    """Each convert_layout as (line number, source, destination, shape, element type, target, forced
+    to shuffles), its encodings with aliases expanded; at most MAX_CONVERSIONS. The module's
+    `ttg.target` is the target; ``default_target`` (the compilation's) where it names none."""
     aliases: dict[str, str] = {}
     target = default_target or ""
     found = 0
@@ -101,33 +102,37 @@ def _conversions(
             src, dst = expand(src_text, aliases), expand(_encoding(rest, d.end()), aliases)
         except LayoutError:
             continue
-        yield number, src, dst, tuple(int(x) for x in m.group(1).split("x") if x), m.group(2), target
+        forced = bool(m.group(1)) and "force_warp_shuffle" in m.group(1)
+        yield number, src, dst, tuple(int(x) for x in m.group(2).split("x") if x), m.group(3).strip(), target, forced
         found += 1
         if found >= MAX_CONVERSIONS:
             break
 
 
 def convert_costs(lines: Iterable[str], default_target: str = "") -> list[dict]:
-    """[{"line", "kind", "label", "shape", "dtype", "src", "dst", "target", ...}] in text order. The
-    module's `ttg.target` sizes scratch; ``default_target`` (the compilation's) where it has none."""
+    """[{"line", "kind", "label", "shape", "dtype", "element_bits", "src", "dst", "target", ...}] in
+    text order. ``dtype`` is the op's element type as written (what a link to the inspector must pass
+    on as the element type); ``element_bits`` what one element takes in scratch (null: unknown type).
+    The module's `ttg.target` sizes scratch; ``default_target`` (the compilation's) where it has none."""
     found: list[dict] = []
-    for number, src, dst, shape, dtype, target in _conversions(lines, default_target):
-        cost = _cost(src, dst, shape, _bits(dtype), target)
+    for number, src, dst, shape, dtype, target, forced in _conversions(lines, default_target):
+        cost = _cost(src, dst, shape, dtype, target, forced)
         if cost is None:
             continue
         found.append({"line": number, "kind": cost["kind"], "label": LABELS[cost["kind"]], "shape": list(shape),
-                      "dtype": dtype.strip(), "src": src, "dst": dst, "target": target or None,
-                      "scratch_bytes": cost["scratch_bytes"],
+                      "dtype": dtype, "element_bits": cost["element_bits"], "src": src, "dst": dst,
+                      "target": target or None, "scratch_bytes": cost["scratch_bytes"],
                       "scratch_bytes_at_most": cost.get("scratch_bytes_at_most")})
     return found
 
 
 @lru_cache(maxsize=4096)
-def _kind(src: str, dst: str, shape: tuple[int, ...]) -> str | None:
+def _kind(src: str, dst: str, shape: tuple[int, ...], forced: bool = False) -> str | None:
     """A conversion's kind alone: what the per-pass counts need, without sizing its scratch
-    (most of a cold compilation page's conversion time)."""
+    (most of a cold compilation page's conversion time). The kind does not depend on the element
+    type or the target (Triton 3.9 decides it from the layouts alone)."""
     try:
-        return conversion_kind(_linear(src, shape), _linear(dst, shape))
+        return conversion_kind(_linear(src, shape), _linear(dst, shape), forced)
     except LayoutError:
         return None
 
@@ -152,7 +157,8 @@ def counts_by_kind(digest: str, load_text) -> dict[str, int]:
     text = load_text() or ""
     counts: dict[str, int] = {}
     if "convert_layout" in text:
-        kinds = Counter(_kind(src, dst, shape) for _n, src, dst, shape, _t, _g in _conversions(io.StringIO(text)))
+        kinds = Counter(_kind(src, dst, shape, forced)
+                        for _n, src, dst, shape, _t, _g, forced in _conversions(io.StringIO(text)))
         counts = {kind: kinds[kind] for kind in ("shared", "shuffles", "registers", "none") if kinds[kind]}
     if len(_COUNTS) >= _COUNTS_MAX:
         _COUNTS.pop(next(iter(_COUNTS)))

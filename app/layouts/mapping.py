@@ -4,6 +4,7 @@ offsets (shared) or TMEM cells, row-major, as /-/layout.json answers them."""
 from __future__ import annotations
 
 from app.layouts.convert import SHARED_KINDS, TENSOR_MEMORY_KINDS, to_linear_layout
+from app.layouts.elements import DTYPE_BITS, element_bits
 from app.layouts.errors import LayoutError
 from app.layouts.linear import LinearLayout
 from app.layouts.parse import Encoding, parse_encoding
@@ -11,9 +12,6 @@ from app.layouts.shared import padded_offset, padded_parts
 
 MAX_ELEMENTS = 1 << 18  # owners of 256K elements is ~5 MB of JSON; a bigger answer helps nobody
 MAX_SLOTS = 1 << 21  # hardware slots (registers x lanes x warps x blocks) we are willing to walk
-
-DTYPE_BITS = {"i1": 8, "i8": 8, "u8": 8, "f8": 8, "f8e4m3": 8, "f8e5m2": 8, "fp8": 8, "i16": 16, "f16": 16,
-              "bf16": 16, "i32": 32, "f32": 32, "tf32": 32, "i64": 64, "f64": 64}
 
 
 def _flat(ll: LinearLayout, basis: list[int]) -> int:
@@ -41,9 +39,15 @@ def _elements(shape: list[int]) -> int:
 
 
 def dtype_bits(dtype: str) -> int:
-    if dtype not in DTYPE_BITS:
-        raise LayoutError(f"unknown dtype {dtype!r} (one of {', '.join(sorted(DTYPE_BITS))})")
-    return DTYPE_BITS[dtype]
+    """Bits of one element: the form's shorthands (DTYPE_BITS) or any IR element type
+    (app/layouts/elements.py: ``!tt.ptr<...>`` is 64, ``i1`` 8)."""
+    if dtype in DTYPE_BITS:
+        return DTYPE_BITS[dtype]
+    try:
+        return element_bits(dtype)
+    except LayoutError:
+        raise LayoutError(f"unknown dtype {dtype!r} (one of {', '.join(sorted(DTYPE_BITS))}, or an IR element "
+                          f"type such as !tt.ptr<f16> or f8E4M3FN)") from None
 
 
 def layout_kind(enc: Encoding) -> str:
