@@ -10,15 +10,21 @@ pass: by its argument (`inline`, `tritongpu-pipeline`...) when both have one, si
 change across versions (`Inliner` became `InlinerPass`) while arguments do not; by the pass name
 otherwise. Among the alignments with the most pairs, the one with the most identical pairs (same
 stored text) wins, so a pass repeated on both sides pairs with its twin rather than a neighbour.
+
+A pass both sides ran can still be left out of the alignment when the two versions run it at
+different places relative to the others (Triton 3.8 checks two-CTA matmuls after allocating tensor
+memory, 3.9 right after AccelerateMatmul): pairing it would cross other pairs. `moves` pairs such
+leftovers afterwards, occurrence by occurrence in order, so that a pass is called one-side-only only
+where the other side ran it fewer times.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Effect", "Pair", "PassStep", "align", "effects", "first_divergence", "first_effect_divergence", "fold",
-           "pairable"]
+__all__ = ["Effect", "Move", "Pair", "PassStep", "align", "effects", "first_divergence", "first_effect_divergence",
+           "fold", "moves", "pairable"]
 
 
 @dataclass(frozen=True)
@@ -117,6 +123,38 @@ def _align_middle(
     return rows
 
 
+@dataclass(frozen=True)
+class Move:
+    """A pass both sides ran at different places: its two one-sided rows of the alignment
+    (`a_row`, `b_row`) and its indexes into the two step lists (`a`, `b`)."""
+
+    a_row: int
+    b_row: int
+    a: int
+    b: int
+    identical: bool  # the same stored text on both sides
+
+
+def moves(a: Sequence[PassStep], b: Sequence[PassStep], pairs: Sequence[Pair]) -> list[Move]:
+    """The one-sided rows of `pairs` (from `align(a, b)`) that pair across the alignment: each A-only
+    step, in order, with the first B-only step not yet taken that it could pair with, so the k-th
+    leftover Canonicalizer of A goes with the k-th leftover one of B. Afterwards no A-only step is
+    pairable with a B-only one; ordered by A's rows."""
+    only_b = [(k, pair.b) for k, pair in enumerate(pairs) if pair.a is None and pair.b is not None]
+    taken = [False] * len(only_b)
+    found: list[Move] = []
+    for k, pair in enumerate(pairs):
+        if pair.a is None or pair.b is not None:
+            continue
+        x = a[pair.a]
+        for t, (row, j) in enumerate(only_b):
+            if not taken[t] and pairable(x, b[j]):
+                taken[t] = True
+                found.append(Move(k, row, pair.a, j, x.blob == b[j].blob))
+                break
+    return found
+
+
 def first_divergence(pairs: Sequence[Pair]) -> int | None:
     """The first row whose two sides differ (a one-side-only pass counts), or None."""
     return next((k for k, pair in enumerate(pairs) if not pair.identical), None)
@@ -148,19 +186,21 @@ def effects(steps: Sequence[PassStep], ops: Sequence[Mapping[str, int]]) -> list
 
 
 def first_effect_divergence(
-    pairs: Sequence[Pair], a: Sequence[Effect | None], b: Sequence[Effect | None]
+    pairs: Sequence[Pair], a: Sequence[Effect | None], b: Sequence[Effect | None], moved: Collection[int] = ()
 ) -> tuple[int, str] | None:
     """The first row whose pass did something different on the two sides, and how: "only_a" or
     "only_b" (one side's pass changed the IR, the other's left it as it was), "ops" (both changed
     it, but op-group counts moved differently), "only_in_a" / "only_in_b" (a pass that changed the
-    IR on the one side that ran it). Unlike first_divergence, texts that already differ (another
-    block size, a constexpr) do not count while each pass does the same to both. None: none found.
+    IR on the one side that ran it), "moved" (a pass both ran, at different places, that changed
+    the IR here; `moved` are such rows, from `moves`). Unlike first_divergence, texts that already
+    differ (another block size, a constexpr) do not count while each pass does the same to both.
+    None: none found.
     """
     for k, pair in enumerate(pairs):
         if pair.a is None or pair.b is None:
             effect = a[pair.a] if pair.a is not None else b[pair.b]  # type: ignore[index]
             if effect is not None and effect.changed:
-                return k, "only_in_a" if pair.a is not None else "only_in_b"
+                return k, "moved" if k in moved else "only_in_a" if pair.a is not None else "only_in_b"
             continue
         x, y = a[pair.a], b[pair.b]
         if x is None or y is None:

@@ -35,12 +35,14 @@ from app.insight.comparisons import (
 )
 from app.insight.pass_alignment import (
     Effect,
+    Move,
     Pair,
     align,
     effects,
     first_divergence,
     first_effect_divergence,
     fold,
+    moves,
 )
 from app.urls import Urls, parse_compilation_id, parse_int, snapshot_id
 from app.web.errors import error_json
@@ -116,10 +118,14 @@ def page_data(session: Session, a: Side, b: Side, options: CompareOptions, urls:
         row["b_ops"] = dict(b_ops[right.blob]) if right is not None else None
         row["stage"] = (left or right).stage  # type: ignore[union-attr]
         row["row_url"] = urls.compare_row(a.id, b.id, k) if left is not None and right is not None else None
+    moved = moves(a.steps, b.steps, pairs)
+    partner = {m.a_row: m.b_row for m in moved} | {m.b_row: m.a_row for m in moved}
+    for k, row in enumerate(rows):
+        row["moved_to"] = partner.get(k)  # the row of the same pass on the other side, run elsewhere
     divergence = first_divergence(pairs)
     a_effects = effects(a.steps, [a_ops[s.blob] for s in a.snapshots])
     b_effects = effects(b.steps, [b_ops[s.blob] for s in b.snapshots])
-    effect_divergence = first_effect_divergence(pairs, a_effects, b_effects)
+    effect_divergence = first_effect_divergence(pairs, a_effects, b_effects, partner)
     a_stages, b_stages = final_stages(session, a), final_stages(session, b)
     url = urls.compare(a.id, b.id)
     effect_summary = _effect_divergence(pairs, rows, effect_divergence, (a, a_effects), (b, b_effects), urls, diff_query)
@@ -136,8 +142,9 @@ def page_data(session: Session, a: Side, b: Side, options: CompareOptions, urls:
             "differing": sum(1 for pair in pairs if pair.a is not None and pair.b is not None and not pair.identical),
             "first_divergence": _divergence(pairs, rows, divergence, a, b),
             "first_effect_divergence": effect_summary,
-            "only_a": [_only(k, row, "a") for k, row in enumerate(rows) if row["b"] is None],
-            "only_b": [_only(k, row, "b") for k, row in enumerate(rows) if row["a"] is None],
+            "only_a": [_only(k, row, "a") for k, row in enumerate(rows) if row["b"] is None and k not in partner],
+            "only_b": [_only(k, row, "b") for k, row in enumerate(rows) if row["a"] is None and k not in partner],
+            "moved": [_moved(m, rows, a, b, urls, diff_query) for m in moved],
             "options": option_differences(a, b),
             "final_stages": final_stage_differences(a_stages, b_stages),
         },
@@ -148,6 +155,16 @@ def page_data(session: Session, a: Side, b: Side, options: CompareOptions, urls:
 
 def _only(k: int, row: dict[str, Any], side: str) -> dict[str, Any]:
     return {"row": k, "index": row[side], "pass": row["pass"], "pass_arg": row["pass_arg"], "when": row["when"]}
+
+
+def _moved(move: Move, rows: list[dict[str, Any]], a: Side, b: Side, urls: Urls, query: str) -> dict[str, Any]:
+    """A pass both sides ran at different places: both rows, both snapshot indexes, their diff."""
+    left, right = rows[move.a_row], rows[move.b_row]
+    diff_url = urls.diff(snapshot_id(a.compilation.run_id, a.compilation.ordinal, left["a"]),
+                         snapshot_id(b.compilation.run_id, b.compilation.ordinal, right["b"])) + query
+    return {"a_row": move.a_row, "b_row": move.b_row, "a": left["a"], "b": right["b"], "pass": left["pass"],
+            "b_pass": right["pass"], "pass_arg": left["pass_arg"], "when": left["when"],
+            "identical": move.identical, "diff_url": diff_url}
 
 
 def _divergence(pairs: list[Pair], rows: list[dict], k: int | None, a: Side, b: Side) -> dict[str, Any] | None:
@@ -211,6 +228,7 @@ def _effect_divergence(
         "a": pair.a,
         "b": pair.b,
         "diff_url": row["diff_url"],
+        "moved_to": row["moved_to"],  # reason "moved": the row where the other side ran it
         "a_change": change(a[0], a[1], pair.a),
         "b_change": change(b[0], b[1], pair.b),
     }
