@@ -48,20 +48,24 @@ def _ingest_paths(args: argparse.Namespace, prescan) -> int:
     total = sum(os.path.getsize(p) for p in args.paths if os.path.isfile(p)) or None
     bar = ProgressBar(total) if sys.stderr.isatty() and not args.quiet else None
     try:
-        with db.session() as session:
-            ingest = Ingest(
-                session, title=args.title or "", tags=args.tag or [], limits=settings.limits(), progress=bar,
-                disassembler=find_disassembler(settings.sass_disassembler), prescan=prescan,
-            )
-            run = ingest.ingest(args.paths)
-            session.commit()
-            summary = run_summary(session, run, Urls(settings.base_url))
-    except IngestError as error:
-        print(f"irlens: {error}", file=sys.stderr)
-        return 2
+        try:
+            with db.session() as session:
+                ingest = Ingest(
+                    session, title=args.title or "", tags=args.tag or [], limits=settings.limits(), progress=bar,
+                    disassembler=find_disassembler(settings.sass_disassembler), prescan=prescan,
+                )
+                run = ingest.ingest(args.paths)
+                session.commit()
+                summary = run_summary(session, run, Urls(settings.base_url))
+        except IngestError as error:
+            print(f"irlens: {error}", file=sys.stderr)
+            return 2
+        finally:
+            if bar:
+                bar.close()
+        compact = not getattr(args, "no_compact", False) and settings.recompress_level > 0
+        summary["compaction"] = _compact_fresh(db, settings.recompress_level) if compact else None
     finally:
-        if bar:
-            bar.close()
         db.dispose()
     if args.json:
         print(json.dumps(summary, indent=1))
@@ -74,9 +78,37 @@ def _ingest_paths(args: argparse.Namespace, prescan) -> int:
             )
         for warning in summary["warnings"]:
             print(f"warning: {warning['message']} {warning.get('path') or ''}", file=sys.stderr)
+        print(_compaction_line(summary["compaction"], settings.recompress_level))
         print(f"run {summary['run']}: {summary['url']}")
     return 0
 
+
+def _compact_fresh(db, level: int) -> dict:
+    """Compaction of the fresh packs (this ingest's, and any an earlier `--no-compact` left), as the
+    server's background round does after an upload: what a server would store, stored right away."""
+    import time
+
+    from app.store.compaction import compact_pending
+
+    started = time.perf_counter()
+    try:
+        done = compact_pending(db.session, level)
+    except Exception as error:  # noqa: BLE001 -- the run is committed and readable as ingest stored it
+        print(f"warning: compaction failed ({error}); the run is stored, `irlens compact` retries it",
+              file=sys.stderr)
+        return {"error": str(error), "seconds": round(time.perf_counter() - started, 3)}
+    return {"level": level, "frames": done.blobs, "bytes_before": done.bytes_before,
+            "bytes_after": done.bytes_after, "seconds": round(time.perf_counter() - started, 3)}
+
+
+def _compaction_line(compaction: dict | None, level: int) -> str:
+    if compaction is None:
+        why = "--no-compact" if level > 0 else "recompress_level 0"
+        return f"not compacted ({why}): `irlens compact` (or a server on this database) does it later"
+    if "error" in compaction:
+        return "not compacted: compaction failed (see the warning above)"
+    return (f"compacted {compaction['frames']} stored frames at zstd level {level}: "
+            f"{compaction['bytes_before']:,} -> {compaction['bytes_after']:,} bytes in {compaction['seconds']:.2f} s")
 
 def cmd_upload(args: argparse.Namespace) -> int:
     import os
@@ -176,7 +208,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
         status = cmd_upload(argparse.Namespace(
             server=args.upload, token=args.token, listed=args.listed, timeout=args.timeout, **common))
     else:
-        status = cmd_ingest(argparse.Namespace(db=args.db, ends_process=getattr(args, "ends_process", False), **common))
+        status = cmd_ingest(argparse.Namespace(db=args.db, no_compact=args.no_compact,
+                                                ends_process=getattr(args, "ends_process", False), **common))
     if status:
         print(f"irlens: the capture is kept in {captured.folder}; store it later with "
               f"`irlens ingest {shlex.join(paths)}`", file=sys.stderr)
@@ -201,6 +234,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     ingest.add_argument("--tag", action="append", help="a tag for the run (repeatable)")
     ingest.add_argument("--json", action="store_true", help="print the run as one JSON object")
     ingest.add_argument("--quiet", action="store_true", help="no progress bar")
+    ingest.add_argument("--no-compact", action="store_true",
+                        help="leave the texts as ingest compressed them (fast, larger); `irlens compact` later")
     ingest.set_defaults(handler=cmd_ingest)
 
     upload = commands.add_parser("upload", help="send files, folders or archives to an irlens server as a run")
@@ -229,4 +264,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     capture.add_argument("--llvm", action="store_true", help="also dump LLVM IR after every pass (LLVM_IR_ENABLE_DUMP=1)")
     capture.add_argument("--timing", action="store_true", help="also print pass timings (MLIR_ENABLE_TIMING=1)")
     capture.add_argument("--json", action="store_true", help="after the program's output, print the run as JSON")
+    capture.add_argument("--no-compact", action="store_true",
+                         help="stored locally: leave the texts as ingest compressed them (as irlens ingest)")
     capture.set_defaults(handler=cmd_capture)
