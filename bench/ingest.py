@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import statistics
@@ -65,7 +66,9 @@ def fresh_db(db: Path) -> Path:
     return db
 
 
-def ingest(paths: list[Path], db_path: Path, extra: list[str] = ()) -> ChildResult:
+def ingest(paths: list[Path], db_path: Path, extra: list[str] = ("--no-compact",)) -> ChildResult:
+    """`irlens ingest`, by default with --no-compact: the ingest's own cost (its compaction is
+    bench_storage's figure)."""
     result = run_child([IRLENS, "ingest", "--quiet", "--db", f"sqlite:///{db_path}", *extra, *map(str, paths)])
     if result.returncode != 0:
         raise SystemExit(f"bench: irlens ingest failed ({result.returncode}):\n{result.stderr.decode()[-4000:]}")
@@ -168,36 +171,30 @@ def empty_db_bytes(workdir: Path) -> int:
     return _vacuum(db)
 
 
-
-
-def _compact(db: Path) -> ChildResult:
-    result = run_child([IRLENS, "compact", "--db", f"sqlite:///{db}"])
-    if result.returncode != 0:
-        raise SystemExit(f"bench: irlens compact failed ({result.returncode}):\n{result.stderr.decode()[-4000:]}")
-    return result
-
-
 def bench_storage(workdir: Path, one_run: bool = False, archives: list[Path] | None = None,
                   name: str = "corpus.db") -> dict:
-    """Corpus archives (all by default) into one SQLite database as a server stores them: one ingest
-    per archive, each followed by its compaction (`irlens compact`: what the server's background work
-    does after each upload), then VACUUM; then `irlens index --backfill` (the map indexes) and VACUUM
-    again. The same ingests into a second database with no compaction give the size and cold reads
-    right after ingest (what `irlens ingest` alone leaves)."""
+    """Corpus archives (all by default) into one SQLite database, one `irlens ingest` per archive as
+    a user runs it: each compacts what it stored (issue 29), which leaves what a server's background
+    compaction leaves after each upload (tests/test_cli_compaction.py); then VACUUM; then `irlens
+    index --backfill` (the map indexes) and VACUUM again. The same ingests with --no-compact into a
+    second database give the size and cold reads without compaction, and the ingest's own peak RSS."""
     archives = archives or corpus_archives()
     groups = [archives] if one_run else [[archive] for archive in archives]
     plain = fresh_db(workdir / f"plain-{name}")
-    for group in groups:
-        ingest(group, plain)
+    plain_rss = max(ingest(group, plain).max_rss for group in groups)
     ingested = _vacuum(plain)
     reads_before = cold_pack_reads(plain)
     fresh_db(plain)
     db = fresh_db(workdir / name)
     start = time.perf_counter()
-    compact_cpu = 0.0
+    compact_seconds, compact_rss = 0.0, 0
     for group in groups:
-        ingest(group, db)
-        compact_cpu += _compact(db).cpu_seconds
+        done = ingest(group, db, ["--json"])
+        compaction = json.loads(done.stdout)["compaction"]
+        if not compaction or "error" in compaction:
+            raise SystemExit(f"bench: irlens ingest did not compact (IRLENS_RECOMPRESS_LEVEL=0?): {compaction}")
+        compact_seconds += compaction["seconds"]
+        compact_rss = max(compact_rss, done.max_rss)
     seconds = time.perf_counter() - start
     compacted = _vacuum(db)
     reads_after = cold_pack_reads(db)
@@ -214,11 +211,13 @@ def bench_storage(workdir: Path, one_run: bool = False, archives: list[Path] | N
         "raw_bytes": raw,
         "db_bytes": stored,
         "share": stored / raw,
-        "compacted_bytes": compacted,  # after each ingest's compaction, before the map indexes
+        "compacted_bytes": compacted,  # right after the (compacting) ingests, before the map indexes
         "compacted_share": compacted / raw,
         "ingested_bytes": ingested,  # the same ingests, not compacted
         "ingested_share": ingested / raw,
-        "compact_cpu_seconds": compact_cpu,
+        "compact_seconds": compact_seconds,  # the ingests' compaction, wall (from their --json)
+        "max_rss": compact_rss,  # the largest ingest's peak RSS, compaction included
+        "max_rss_no_compact": plain_rss,  # the same with --no-compact
         # one text per pack, cold: compacted against right after ingest, same run
         "cold_read_p50": statistics.median(reads_after) if reads_after else None,
         "cold_read_max": max(reads_after, default=None),

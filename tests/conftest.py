@@ -134,3 +134,16 @@ def map_indexes(database: Database, run_id: str | None = None) -> list:
         return [[(entry.files, [entry.lines(file, line) for file in entry.files for line in range(1, 120)])
                  for entry in source_map.pass_indexes(session, compilation.snapshots)]
                 for compilation in session.scalars(query)]
+
+
+def stored_blobs(db_url: str) -> tuple[int, int]:
+    """(bytes of blob data stored, frames still as ingest compressed them: codec zstd, which
+    compaction rewrites) of the database at db_url."""
+    engine = make_engine(db_url)
+    try:
+        with engine.connect() as connection:
+            data = connection.execute(text("SELECT coalesce(sum(length(data)), 0) FROM blobs")).scalar()
+            fresh = connection.execute(text("SELECT count(*) FROM blobs WHERE codec = 'zstd'")).scalar()
+    finally:
+        engine.dispose()
+    return int(data), int(fresh)

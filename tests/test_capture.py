@@ -16,7 +16,7 @@ import pytest
 
 from app.ingest.disassembler import find_disassembler
 from bench.server import serve
-from tests.conftest import REPO, fresh_db_url
+from tests.conftest import REPO, fresh_db_url, stored_blobs
 
 pytest.importorskip("triton", reason="irlens capture tests compile a real kernel: install the test extra")
 
@@ -24,8 +24,8 @@ PROGRAM = REPO / "tests" / "triton_program.py"
 IRLENS = [sys.executable, "-m", "app.cli"]
 
 
-def irlens(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def irlens(*args: str, cwd: Path | None = None, **settings: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO), **settings}
     return subprocess.run([*IRLENS, *args], capture_output=True, text=True, env=env, cwd=cwd,
                           stdin=subprocess.DEVNULL, check=False, timeout=300)
 
@@ -44,13 +44,15 @@ def run_json(stdout: str) -> dict:
 
 def test_capture_stores_passes_cache_stages_and_python_source(tmp_path: Path):
     db_url = fresh_db_url(tmp_path)
+    # compaction on (the suite turns it off): capture compacts what it stored, as ingest does
     done = irlens("capture", "--db", db_url, "--llvm", "--timing", "--json", "--tag", "ci",
-                  "--", sys.executable, str(PROGRAM), cwd=tmp_path)
+                  "--", sys.executable, str(PROGRAM), cwd=tmp_path, IRLENS_RECOMPRESS_LEVEL="19")
     assert done.returncode == 0, done.stderr[-3000:]
     # the program's stdout comes first, untouched; its stderr (the dumps) still reached the terminal
     assert done.stdout.startswith("compiled add_kernel\n")
     assert "// -----// IR Dump Before " in done.stderr
     summary = run_json(done.stdout)
+    assert summary["compaction"]["frames"] > 0 and stored_blobs(db_url)[1] == 0  # no frame left as ingested
     (compilation,) = summary["compilations"]
     assert compilation["kernel"] == "add_kernel" and compilation["status"] == "ok"
     assert compilation["target"] == "cuda:90" and compilation["triton_version"] == "3.8.0"

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.cli import MultipartUpload
+from app.cli.multipart import MultipartUpload
 from bench.server import serve
 from tests.conftest import FIXTURES, corpus_archive, fresh_db_url
 

@@ -1,0 +1,83 @@
+"""`irlens ingest` compacts what it stored unless --no-compact (issue 29): on a real corpus capture,
+the default leaves the database `irlens ingest --no-compact` then `irlens compact` leaves, every
+text reads the same, and --no-compact leaves the packs as ingest wrote them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from sqlalchemy import select
+
+from app.store.blobs import CODEC_PACKED, BlobReader
+from app.store.db import Database
+from app.store.models import Blob
+from tests.conftest import REPO, corpus_archive, fresh_db_url, stored_blobs
+
+IRLENS = [sys.executable, "-m", "app.cli"]
+
+
+def irlens(*args: str, level: int = 19) -> subprocess.CompletedProcess:
+    # The suite turns compaction off (tests/conftest.py); on here, at the setting's default level.
+    env = {**os.environ, "IRLENS_RECOMPRESS_LEVEL": str(level)}
+    done = subprocess.run([*IRLENS, *args], capture_output=True, text=True, cwd=REPO, env=env, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def texts(db_url: str) -> dict[str, bytes]:
+    """Every text stored, by hash, read back through the store."""
+    database = Database(db_url)
+    try:
+        with database.session() as session:
+            hashes = session.scalars(select(Blob.hash).where(Blob.codec != CODEC_PACKED, Blob.pack_id.is_(None))
+                                     .union(select(Blob.hash).where(Blob.codec == CODEC_PACKED))).all()
+            reader = BlobReader()
+            return {digest: reader.get(session, digest) for digest in hashes}
+    finally:
+        database.dispose()
+
+
+def test_ingest_compacts_what_it_stored_as_irlens_compact_does(tmp_path: Path):
+    archive = str(corpus_archive("gfx942_mix"))
+    (tmp_path / "default").mkdir()
+    (tmp_path / "later").mkdir()
+    default_db, later_db = fresh_db_url(tmp_path / "default"), fresh_db_url(tmp_path / "later")
+
+    summary = json.loads(irlens("ingest", "--db", default_db, "--json", "--quiet", archive).stdout)
+    compaction = summary["compaction"]
+    compacted_bytes, fresh = stored_blobs(default_db)
+    assert fresh == 0, "a frame as ingest compressed it is left"
+    assert compaction["level"] == 19 and compaction["frames"] > 0 and compaction["seconds"] > 0
+    assert 0 < compaction["bytes_after"] < compaction["bytes_before"]
+
+    plain = json.loads(irlens("ingest", "--db", later_db, "--json", "--quiet", "--no-compact", archive).stdout)
+    assert plain["compaction"] is None
+    ingested_bytes, fresh = stored_blobs(later_db)
+    assert fresh > 0, "--no-compact compacted"
+    # what the default's compaction reports taking away is what the ingest had stored beyond its result
+    # (give or take the slices' offsets, which compaction rewrites: a few digits each)
+    saved = compaction["bytes_before"] - compaction["bytes_after"]
+    assert abs((ingested_bytes - compacted_bytes) - saved) <= 0.001 * ingested_bytes
+    irlens("compact", "--db", later_db)
+    later_bytes, fresh = stored_blobs(later_db)
+    assert fresh == 0
+    assert abs(later_bytes - compacted_bytes) <= 0.005 * later_bytes, (compacted_bytes, later_bytes)
+    assert texts(default_db) == texts(later_db)
+
+
+def test_the_human_output_says_what_compaction_did(tmp_path: Path):
+    archive = str(corpus_archive("sm90_llvm"))
+    for name in "abc":
+        (tmp_path / name).mkdir()
+    lines = irlens("ingest", "--db", fresh_db_url(tmp_path / "a"), "--quiet", archive).stdout.splitlines()
+    assert lines[-1].startswith("run ")
+    assert lines[-2].startswith("compacted ") and " bytes in " in lines[-2] and "zstd level 19" in lines[-2]
+    lines = irlens("ingest", "--db", fresh_db_url(tmp_path / "b"), "--quiet", "--no-compact", archive).stdout
+    assert "not compacted (--no-compact)" in lines
+    done = irlens("ingest", "--db", fresh_db_url(tmp_path / "c"), "--quiet", "--json", archive, level=0)
+    assert json.loads(done.stdout)["compaction"] is None
