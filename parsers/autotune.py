@@ -6,6 +6,8 @@ Forms read:
   add ``key info: K,`` or ``config key: ..., benchmark key: ...,``), and from 3.5 four lines:
   ``Triton autotuning for function F,`` / ``with key as K,`` / ``finished after 1.23s,`` /
   ``best config selected: CFG;``; plus ``Autotuning kernel F with config CFG`` before each benchmark.
+  A config that cannot run (``OutOfResources``, ``CompileTimeAssertionFailure``, ``PTXASError``) is
+  followed by ``Autotuning failed with MESSAGE``; its choice is kept with ``status: "failed"``.
   CFG is ``Config.__str__``: ``BLOCK_M: 128, ..., num_warps: 8, num_ctas: 1, num_stages: 3, maxnreg: None``.
   A program printing ``kernel.best_config`` itself (``... best BLOCK_M: 128, ..., maxnreg: None``) is
   read the same way, as a session without a function name.
@@ -14,7 +16,9 @@ Forms read:
   ``  triton_mm_71 0.0189 ms 100.0% BLOCK_K=128, ..., num_warps=4`` (or ``inf ms``, or
   ``<DIVIDED BY ZERO ERROR>``), closed by ``SingleProcess AUTOTUNE benchmarking takes ...``. Other
   threads' dump text may be interleaved into these lines, so choices are searched for inside a line,
-  not matched at its start.
+  not matched at its start; a choice followed by other text on its line is flagged ``damaged`` (its
+  description may be cut), unless the next line is the rest of it (a whole line written into the
+  middle of it), which is then joined back.
 
 A cheap prefilter (:func:`may_hold`) keeps the regular expressions off the lines that cannot match.
 """
@@ -30,11 +34,15 @@ _KEY = re.compile(r"(?:with key as|key info:) (.*?),?\s*$")
 _BEST = re.compile(r"best(?: config selected)?:? ((?:[\w.]+: [^,;]*, )*num_warps: \d+, num_ctas: \d+, "
                    r"num_stages: \d+(?:, maxnreg: \w+)?)")
 _BENCH = re.compile(r"Autotuning kernel (\w+) with config (.*?num_warps: \d+.*?)\s*$")
+_FAILED = re.compile(r"Autotuning failed with (.*?)\s*$")
 _TABLE = re.compile(r"AUTOTUNE (\w+)\(([^)]*)\)")
 _CHOICE = re.compile(r"(?:^|\s)([A-Za-z_][\w.]*) (inf|nan|\d+(?:\.\d+)?) ?(ms|s) (?:(\d+(?:\.\d+)?)%|<DIVIDED BY ZERO ERROR>)"
                      r"((?: [A-Za-z_]\w*=[^,\s]+,?)*)")
 _TAKES = re.compile(r"AUTOTUNE (?:benchmarking )?takes ([\d.]+) seconds")
 _PAIR = re.compile(r"([A-Za-z_]\w*)=([^,\s]+)")
+# What is left of a description cut by another thread's output, and the rest of it on the next line.
+_FRAGMENT = re.compile(r"^ ?(?:[A-Za-z_]\w*(?:=[^,\s]*)?(?:, ?[A-Za-z_]\w*(?:=[^,\s]*)?)*)?,? ?$")
+_REST = re.compile(r"^[\w.'\"=-]*(?:, [A-Za-z_]\w*=[^,\s]+)*,?\s*$")
 
 
 def may_hold(line: str) -> bool:
@@ -75,8 +83,24 @@ class AutotuneScanner:
         self._session: dict[str, Any] | None = None  # a Triton session whose lines are still coming
         self._table: dict[str, Any] | None = None
         self._benchmarked: dict[str, list[dict]] = {}  # kernel -> configs benchmarked since its last result
+        self._last_bench: dict | None = None  # the config benchmarked last: a failure line names no kernel
+        self._cut: tuple[dict, str | None, int] | None = None  # a choice whose line other output ran into
+
+    def _rejoin(self, number: int, line: str) -> bool:
+        """The line after a choice that other output ran into: when it is the rest of the choice's
+        description (the other thread wrote a whole line into the middle of it), join the two."""
+        choice, fragment, at = self._cut  # type: ignore[misc]
+        self._cut = None
+        if fragment is None or number != at + 1 or not line.strip() or not _REST.match(line):
+            return False
+        choice["config"] = parse_config(fragment + line.strip())
+        choice.pop("damaged", None)
+        choice["rejoined"] = number
+        return True
 
     def feed(self, number: int, line: str) -> None:
+        if self._cut is not None and self._rejoin(number, line):
+            return
         if self._session is None and not may_hold(line):  # a Triton session's next lines hold none of it
             return
         if "utotuning" in line or (self._session is not None and ("finished after" in line or "key" in line
@@ -90,14 +114,22 @@ class AutotuneScanner:
     def _triton(self, number: int, line: str) -> None:
         bench = _BENCH.search(line)
         if bench:
-            self._benchmarked.setdefault(bench.group(1), []).append(parse_config(bench.group(2)))
+            self._last_bench = {"config": parse_config(bench.group(2)), "line": number}
+            self._benchmarked.setdefault(bench.group(1), []).append(self._last_bench)
+            return
+        failed = _FAILED.search(line)
+        if failed:
+            if self._last_bench is not None:  # the autotuner prints it right after that config's line
+                self._last_bench.update(status="failed", error=failed.group(1), error_line=number)
+                self._last_bench = None
             return
         head = _TRITON_HEAD.search(line)
         if head:
             kernel, rest = head.group(1), head.group(2)
             self._session = {"kind": "triton", "kernel": kernel, "key": None, "seconds": None, "line": number,
-                             "choices": [{"name": f"config {i + 1}", "config": config, "time_ms": None}
-                                         for i, config in enumerate(self._benchmarked.pop(kernel, []))]}
+                             "choices": [{"name": f"config {i + 1}", "time_ms": None, **bench}
+                                         for i, bench in enumerate(self._benchmarked.pop(kernel, []))]}
+            self._last_bench = None
             self.entries.append(self._session)
             self._continue(number, rest)
             return
@@ -147,7 +179,12 @@ class AutotuneScanner:
                                "seconds": None}
                 self.entries.append(self._table)
             time_ms = float(time) * (1000 if unit == "s" else 1) if time not in ("inf", "nan") else None
-            self._table["choices"].append({
-                "name": name, "time_ms": time_ms, "percent": float(percent) if percent else None,
-                "config": parse_config(description) if description else {}, "line": number,
-            })
+            choice = {"name": name, "time_ms": time_ms, "percent": float(percent) if percent else None,
+                      "config": parse_config(description) if description else {}, "line": number}
+            if time == "inf":  # inductor's time for a choice that failed to compile or run
+                choice["status"] = "failed"
+            self._table["choices"].append(choice)
+            if line[match.end():].strip():  # other output follows: the description may be cut short
+                choice["damaged"] = "other output follows on its line: its description may be cut"
+                fragment = line[match.start(5):].split("  ", 1)[0]  # dump lines come indented
+                self._cut = (choice, fragment if _FRAGMENT.match(fragment) else None, number)

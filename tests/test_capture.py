@@ -137,3 +137,38 @@ def test_capture_uploads_to_a_server_with_a_token(tmp_path: Path):
     assert run["title"] == "uploaded capture" and run["owner"] == "ci"
     assert run["compilations"][0]["kernel"] == "add_kernel"
     assert "triton_program.py" in [entry["path"] for entry in run["logs"] if entry["role"] == "source"]
+
+
+def test_capture_keeps_stdout_where_the_autotuner_prints(tmp_path: Path):
+    """The program compiles (no GPU here, so Triton's autotuner cannot benchmark) and prints to stdout
+    what TRITON_PRINT_AUTOTUNING makes Triton 3.5+ print, in its exact format (as in
+    tests/fixtures/gpu_runs/autotune.tar.xz), after 16 MB of other prints: stdout reaches the
+    terminal whole and in order, and the run reads the autotuning result from it."""
+    config = ("BLOCK_M: 128, BLOCK_N: 128, BLOCK_K: 64, GROUP_M: 8, num_warps: 8, num_ctas: 1, num_stages: 4, "
+              "maxnreg: None")
+    program = tmp_path / "autotune_prints.py"
+    program.write_text(
+        "import os, sys\n"
+        f"sys.path.insert(0, {str(PROGRAM.parent)!r})\n"
+        "import triton_program\n"
+        "triton_program.main()\n"
+        "assert os.environ['TRITON_PRINT_AUTOTUNING'] == '1'\n"
+        "for i in range(200_000):\n"
+        "    print(f'step {i:07d} ' + 'x' * 70)\n"
+        "    if i % 50_000 == 0: print('a stderr line', i, file=sys.stderr)\n"
+        f"print('Autotuning kernel add_kernel with config {config}')\n"
+        "print('Triton autotuning for function add_kernel,\\nwith key as (1024,),\\nfinished after 1.50s,')\n"
+        f"print('best config selected: {config};')\n"
+    )
+    db_url = fresh_db_url(tmp_path)
+    done = irlens("capture", "--db", db_url, "--json", "--", sys.executable, str(program), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.split("\n")
+    assert lines[0] == "compiled add_kernel" and lines[200_000] == f"step {199_999:07d} " + "x" * 70
+    assert lines[200_001] == f"Autotuning kernel add_kernel with config {config}"
+    assert "a stderr line 150000" in done.stderr
+    run = get_json(db_url, run_json("\n".join(lines[200_006:]))["url"] + ".json")
+    assert "stdout.txt" in [entry["path"].rsplit("/", 1)[-1] for entry in run["logs"]]
+    (entry,) = run["autotune"]
+    assert entry["kernel"] == "add_kernel" and entry["key"] == "(1024,)" and entry["seconds"] == 1.5
+    assert entry["best_config"]["BLOCK_M"] == 128 and entry["best_config"]["num_warps"] == 8

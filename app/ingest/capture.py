@@ -2,9 +2,10 @@
 
 The program runs with ``MLIR_ENABLE_DUMP=1`` (plus ``LLVM_IR_ENABLE_DUMP=1`` / ``MLIR_ENABLE_TIMING=1``
 when asked) and a fresh, empty ``TRITON_CACHE_DIR``, so every kernel it uses is compiled in this run
-rather than taken from a cache, and the cache folder holds exactly this run's kernels. Its stdout is
-the terminal's; its stderr, where the dumps go, is copied to the terminal and to a log file on disk
-in blocks as it arrives (never held in memory). Afterwards :func:`sources_named` finds the Python
+rather than taken from a cache, and the cache folder holds exactly this run's kernels. Its stderr,
+where the dumps go, and its stdout, where ``TRITON_PRINT_AUTOTUNING`` lines and the program's own
+prints go, are each copied to the terminal (stderr to stderr, stdout to stdout) and to a log file on
+disk (capture.log, stdout.txt) in blocks as they arrive (never held in memory); stdout by a thread. Afterwards :func:`sources_named` finds the Python
 files the IR's ``loc()`` entries name, and the caller ingests log, cache and sources as one run
 through the ordinary ingest or upload path.
 
@@ -23,9 +24,11 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 CHUNK = 1 << 16
 SCAN_BLOCK = 1 << 20
@@ -49,14 +52,20 @@ class Captured:
     returncode: int  # as a shell reports it: 128 + N for a child killed by signal N
     interrupted: bool = False
     sources: list[str] = field(default_factory=list)
+    stdout: Path | None = None
 
     @property
     def paths(self) -> list[str]:
-        """What to ingest: the log (when the program wrote to stderr), the cache folder (when Triton
-        compiled anything) and the Python sources."""
+        """What to ingest: the log (when the program wrote to stderr), its stdout (when it printed
+        anything: autotuning results), the cache folder (when Triton compiled anything) and the
+        Python sources."""
         paths = [str(self.log)] if self.log.stat().st_size else []
         if self.cache.is_dir() and any(self.cache.iterdir()):
             paths.append(str(self.cache))
+        if not paths:  # no dumps, nothing compiled: the prints alone make no run
+            return []
+        if self.stdout is not None and self.stdout.stat().st_size:
+            paths.insert(1 if self.log.stat().st_size else 0, str(self.stdout))
         return paths + self.sources
 
 
@@ -65,6 +74,8 @@ def capture_environment(base: dict[str, str], cache: Path, llvm: bool, timing: b
     env["MLIR_ENABLE_DUMP"] = "1"
     env.setdefault("TRITON_PRINT_AUTOTUNING", "1")  # the autotuner's choice, read by parsers/autotune.py
     env["TRITON_CACHE_DIR"] = str(cache)
+    # stdout is a pipe now: without this Python would hold the program's prints until it exits
+    env.setdefault("PYTHONUNBUFFERED", "1")
     # With MLIR_DUMP_PATH set the dumps would go to that file instead of stderr, out of our sight.
     env.pop("MLIR_DUMP_PATH", None)
     if llvm:
@@ -97,23 +108,44 @@ def _write_all(fd: int, data: bytes) -> bool:
     return True
 
 
+def _copy(pipe: int, file: BinaryIO, terminal_fd: int) -> None:
+    """Copy a pipe to a file and a terminal in blocks until it closes (the terminal may go away)."""
+    terminal_open = True
+    while True:
+        try:
+            block = os.read(pipe, CHUNK)
+        except InterruptedError:
+            continue
+        if not block:
+            return
+        file.write(block)
+        if terminal_open:
+            terminal_open = _write_all(terminal_fd, block)
+
+
 def run_program(command: Sequence[str], *, llvm: bool = False, timing: bool = False,
-                terminal_fd: int = 2) -> Captured:
-    """Run ``command``, copying its stderr to ``terminal_fd`` and to a log file in a new temporary
-    folder, and wait for it. Raises OSError when the program cannot be started."""
+                terminal_fd: int = 2, stdout_fd: int = 1) -> Captured:
+    """Run ``command``, copying its stderr to ``terminal_fd`` and its stdout to ``stdout_fd``, each
+    also to a file in a new temporary folder, and wait for it. Raises OSError when the program
+    cannot be started."""
     folder = Path(tempfile.mkdtemp(prefix="irlens-capture-"))
-    log, cache = folder / "capture.log", folder / "triton-cache"
+    log, cache, out = folder / "capture.log", folder / "triton-cache", folder / "stdout.txt"
     cache.mkdir()
     env = capture_environment(dict(os.environ), cache, llvm, timing)
     interrupted = False
     forward = not _keyboard_reaches_child()
-    with open(log, "wb") as log_file:
+    with open(log, "wb") as log_file, open(out, "wb") as out_file:
         try:
-            child = subprocess.Popen(list(command), stderr=subprocess.PIPE, env=env)
+            child = subprocess.Popen(list(command), stderr=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         except OSError:
             log_file.close()
+            out_file.close()
             _remove(folder)
             raise
+        # stdout by a thread: reading one pipe while the program blocks on the other, full, would hang both
+        copier = threading.Thread(target=_copy, args=(child.stdout.fileno(), out_file, stdout_fd),  # type: ignore[union-attr]
+                                  name="capture-stdout", daemon=True)
+        copier.start()
 
         def on_interrupt(signum, frame) -> None:
             nonlocal interrupted
@@ -123,19 +155,10 @@ def run_program(command: Sequence[str], *, llvm: bool = False, timing: bool = Fa
 
         previous = signal.signal(signal.SIGINT, on_interrupt)
         try:
-            terminal_open = True
-            pipe = child.stderr.fileno()  # type: ignore[union-attr]
-            while True:
-                try:
-                    block = os.read(pipe, CHUNK)
-                except InterruptedError:
-                    continue
-                if not block:
-                    break
-                log_file.write(block)
-                if terminal_open:
-                    terminal_open = _write_all(terminal_fd, block)
+            _copy(child.stderr.fileno(), log_file, terminal_fd)  # type: ignore[union-attr]
             child.stderr.close()  # type: ignore[union-attr]
+            copier.join()
+            child.stdout.close()  # type: ignore[union-attr]
             while True:
                 try:
                     code = child.wait()
@@ -145,7 +168,8 @@ def run_program(command: Sequence[str], *, llvm: bool = False, timing: bool = Fa
         finally:
             signal.signal(signal.SIGINT, previous)
     returncode = 128 - code if code < 0 else code
-    return Captured(folder=folder, log=log, cache=cache, returncode=returncode, interrupted=interrupted)
+    return Captured(folder=folder, log=log, cache=cache, returncode=returncode, interrupted=interrupted,
+                    stdout=out)
 
 
 def _unescape(raw: bytes) -> str:

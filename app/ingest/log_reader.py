@@ -127,7 +127,8 @@ class LogReader:
                 "kept, but not part of a compilation",
                 path=path, line=orphan.line, header=orphan.header.raw, blob=orphan.blob,
             )
-        if not dumps and not result.diagnostics and not result.timings and self.bytes_read() > start:
+        if (not dumps and not result.diagnostics and not result.timings and not autotune.entries
+                and self.bytes_read() > start):
             problem(
                 "warning", f"no Triton IR, diagnostics or timing report found in {posixpath.basename(path)}; "
                 "kept as log lines", path=path,

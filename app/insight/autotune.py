@@ -35,11 +35,12 @@ def run_autotune(session: Session, run: Run, urls: Urls) -> list[dict[str, Any]]
             match = _identify(choice.get("config") or {}, kernel, configs) if choice.get("config") else None
             choices.append({
                 "name": choice.get("name"), "time_ms": choice.get("time_ms"), "percent": choice.get("percent"),
-                "config": choice.get("config") or {},
+                "config": choice.get("config") or {}, "status": choice.get("status") or "ok",
+                "error": choice.get("error"), "line": choice.get("line"), "damaged": choice.get("damaged"),
                 "compilation": urls.compilation(match.run_id, match.ordinal) if match else None,
                 "compilation_id": compilation_id(match.run_id, match.ordinal) if match else None,
             })
-        timed = [c for c in choices if c["time_ms"] is not None]
+        timed = [c for c in choices if c["time_ms"] is not None and c["status"] != "failed"]
         winner = min(timed, key=lambda c: c["time_ms"])["name"] if timed else None
         best = entry.get("best_config")
         best_match = _identify(best, kernel, configs) if best else None
@@ -69,7 +70,8 @@ def by_compilation(autotune: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             if choice["compilation_id"]:
                 mine = out.setdefault(choice["compilation_id"], {"won": [], "times": []})
                 mine["times"].append({"time_ms": choice["time_ms"], "percent": choice["percent"], "table": label,
-                                      "name": choice["name"]})
+                                      "name": choice["name"], "status": choice["status"],
+                                      "error": choice["error"]})
                 if choice["name"] == entry["winner"]:
                     mine["won"].append(label)
     return out

@@ -22,8 +22,10 @@ def _best_time(session: Session, compilation: Compilation, urls: Urls, cache: di
     mine = cache[compilation.run_id].get(compilation_id(compilation.run_id, compilation.ordinal))
     if not mine:
         return None
-    times = [t["time_ms"] for t in mine["times"] if t["time_ms"] is not None]
-    return {"time_ms": min(times) if times else None, "times": mine["times"], "won": mine["won"]}
+    times = [t["time_ms"] for t in mine["times"] if t["time_ms"] is not None and t.get("status") != "failed"]
+    failed = [t for t in mine["times"] if t.get("status") == "failed"]
+    return {"time_ms": min(times) if times else None, "times": mine["times"], "won": mine["won"],
+            "failed": [t.get("error") or t["table"] for t in failed]}
 
 
 def _ops(stages: dict, key: str) -> dict[str, int]:

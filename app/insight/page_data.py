@@ -11,6 +11,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from app.insight.launches import launch_table
 from app.insight.pass_attribution import attribute_rows
+from app.insight.resources import compilation_resources
 from app.store.models import Artifact, Compilation, Diagnostic, InputRecord, Problem, Run, Snapshot
 from app.urls import Urls, snapshot_id
 
@@ -121,6 +122,7 @@ def run_summary(session: Session, run: Run, urls: Urls) -> dict:
     for compilation in compilations:
         summary = compilation_summary(compilation, urls, kinds.get(compilation.pk, []))
         summary["stages"] = stages.get(compilation.pk, [])
+        summary["resources"] = compilation_resources(compilation)  # as stored: no .amdgcn read per row
         summaries.append(summary)
     return {
         "run": run.id,
