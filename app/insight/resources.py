@@ -114,19 +114,25 @@ def compilation_resources(compilation: Compilation, session: Session | None = No
             "occupancy": stored.get("occupancy"), "occupancy_unit": "waves per SIMD (the compiler's)",
             "spills": bool(vgpr_spills or sgpr_spills or local),
         }
-    static = stored.get("shared_static") or 0
+    # On sm80 and later the kernel's .nv.shared section (cuobjdump's SHARED) holds the driver's reserved
+    # 1 KB: ncu reports that 1 KB as "Driver Shared Memory Per Block" and 0 static for such a kernel. So
+    # the static shared is what is beyond it, and the occupancy adds the reserved KB once.
+    arch = cuda_arch(compilation.target)
+    in_section = stored.get("shared_static") or 0
+    reserved = min(in_section, RESERVED_SHARED) if arch is not None and arch >= 80 else 0
+    static = in_section - reserved
     registers = stored.get("registers")
     out: dict[str, Any] = {
         "source": "cubin", "registers": registers, "local_bytes": stored.get("local_bytes") or 0,
         "stack": stored.get("stack") or 0, "local": stored.get("local") or 0,
         "shared_bytes": dynamic + static, "shared_dynamic": dynamic, "shared_static": static,
+        "shared_reserved": reserved,
         "occupancy": None, "occupancy_unit": "warps per SM",
         "spills": bool(stored.get("local_bytes")),
     }
     tmem = metadata.get("tmem_size")
     if isinstance(tmem, int) and tmem:
         out["tmem"] = tmem
-    arch = cuda_arch(compilation.target)
     warps = compilation.num_warps or metadata.get("num_warps")
     if arch is not None and isinstance(warps, int):
         detail = nvidia_occupancy(arch, registers, dynamic + static, warps)
