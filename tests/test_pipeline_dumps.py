@@ -171,6 +171,20 @@ def test_an_iree_print_ir_after_all_log_has_one_snapshot_per_banner(db, tmp_path
         assert client.get(f"/runs/{run['run']}/c/1.json").status_code == 200
 
 
+def test_an_iree_log_with_debuginfo_keeps_every_op_dump_whole(db, tmp_path):
+    """--mlir-print-debuginfo: an op printed alone ends with its location, `} loc(...)`."""
+    data = fixture_bytes("iree_matmul_debuginfo.log.gz")
+    banners = len(_MLIR_BANNER.findall(data))
+    run = ingest_log(db, tmp_path, data)
+    assert run["damaged"] == 0 and not run["warnings"]
+    (compilation,) = run["compilations"]
+    assert (compilation["kernel"], compilation["status"]) == ("matmul", "ok")
+    assert compilation["snapshots"] == {"mlir": banners, "internal": 0, "llvm": 0} and banners == 33
+    (snapshots,) = snapshots_of(db, run)
+    assert {s.scope_kind for s in snapshots} == {"module", "function", "op"}
+    assert_like_with_like(snapshots)
+
+
 def test_op_scoped_banners_over_module_bodies_keep_their_scope(db, tmp_path):
     run = ingest_log(db, tmp_path, fixture_bytes("iree_opt_module_scope.log"))
     assert run["damaged"] == 0

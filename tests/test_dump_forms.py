@@ -1,0 +1,112 @@
+"""Dump forms of other tools and of Triton forks (issue 25 §5), at the parsers' level: each banner is
+one snapshot, none intact is called damaged, and none vanishes. The fixtures are real captures or, where
+no tool at hand prints the form, derived from one (each `.note` says which and how).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import re
+
+import pytest
+
+from parsers import scopes
+from parsers.compilations import CompilationGrouper, CompilationRecord
+from parsers.log import body_damage, scan_log
+from parsers.records import Dump, UnknownBanner
+from tests.conftest import FIXTURES
+
+_BANNER = re.compile(rb"^(?:// -----// IR Dump |(?:; |# )?\*\*\* IR Dump )", re.MULTILINE)
+
+
+def fixture_bytes(name: str) -> bytes:
+    data = (FIXTURES / name).read_bytes()
+    return gzip.decompress(data) if name.endswith(".gz") else data
+
+
+def scanned(data: bytes) -> tuple[list[Dump], list[UnknownBanner], list[CompilationRecord]]:
+    """The log's dumps, unknown banners and compilations, as the ingest gets them from parsers/."""
+    dumps, unknown = [], []
+    grouper = CompilationGrouper()
+    for record in scan_log(io.BytesIO(data)):
+        if isinstance(record, Dump):
+            dumps.append(record)
+            grouper.add(record, str(hash(record.body)))
+        elif isinstance(record, UnknownBanner):
+            unknown.append(record)
+    return dumps, unknown, grouper.compilations
+
+
+def assert_one_intact_snapshot_per_banner(data: bytes) -> tuple[list[Dump], list[CompilationRecord]]:
+    dumps, unknown, compilations = scanned(data)
+    assert len(dumps) == len(_BANNER.findall(data)) and not unknown
+    assert [(dump.line, dump.damage) for dump in dumps if dump.damage] == []
+    assert sum(len(compilation.snapshots) for compilation in compilations) == len(dumps)
+    return dumps, compilations
+
+
+# --------------------------------------------------------------------------- --mlir-print-debuginfo
+
+
+def test_op_scoped_dumps_with_debuginfo_end_with_the_ops_location_and_are_intact():
+    data = fixture_bytes("iree_matmul_debuginfo.log.gz")
+    dumps, compilations = assert_one_intact_snapshot_per_banner(data)
+    assert len(dumps) == 33
+    (compilation,) = compilations
+    assert (compilation.kernel, compilation.status) == ("matmul", "ok")
+    op_dumps = [dump for dump in dumps if scopes.is_mlir_op_body(dump.body)]
+    assert len(op_dumps) == 23
+    assert all(re.search(rb"\n\} loc\(.*\)$", dump.body) for dump in op_dumps)
+    levels = {scopes.level_and_name(dump.header, dump.body)[0] for dump in dumps}
+    assert levels == {scopes.MODULE, scopes.FUNCTION, scopes.OP}
+
+
+OP_WITH_REGIONS = b"""hal.executable private @dispatch {
+  hal.executable.variant public @cpu target(#target) {
+    builtin.module {
+      func.func @f() {
+        return loc(#loc2)
+      } loc(#loc1)
+    } loc(#loc1)
+  } loc(#loc1)
+}"""
+
+
+@pytest.mark.parametrize(
+    "end",
+    [
+        b'} loc("k.mlir":1:1)',
+        (
+            b'} loc(#loc)\n#loc = loc("k.mlir":1:1)\n#loc1 = loc("k.mlir":2:3)\n'
+            b"#loc2 = loc(callsite(#loc at #loc1))"
+        ),
+        b'} loc(callsite("k.mlir":2:13 at "k.mlir":1:1))',
+        b'} loc(fused<#llvm.di_subprogram<name = "f(x)", file = <"k.mlir" in "/t">>>["k.mlir":1:1])',
+        b'}) {sym_name = "dispatch"} : () -> () loc("k.mlir":1:1)',
+        b"}",
+    ],
+)
+def test_any_op_dump_may_end_with_its_location_aliases_or_generic_form(end):
+    """Whatever follows the op's closing brace on its line, with or without #loc tables after it."""
+    body = OP_WITH_REGIONS[: OP_WITH_REGIONS.rfind(b"\n}") + 1] + end
+    if b"#loc =" not in end:
+        body = re.sub(rb" loc\(#loc\d\)", b"", body)
+    if end.startswith(b"})"):
+        body = body.replace(b"hal.executable private @dispatch {", b'"hal.executable"() ({', 1)
+    assert scopes.is_mlir_op_body(body)
+    assert body_damage(body, "mlir") is None
+
+
+@pytest.mark.parametrize(
+    "cut",
+    [
+        b'} loc("k.mlir":1',
+        b'} loc(callsite("k.mlir":2:13 at "k.mlir":1:1)',
+        b'} loc(fused["k.mlir":1:1)',
+        b"  } loc(#loc1)",
+    ],
+)
+def test_an_op_dump_cut_inside_its_last_line_is_still_damaged(cut):
+    body = re.sub(rb" loc\(#loc\d\)", b"", OP_WITH_REGIONS[: OP_WITH_REGIONS.rfind(b"\n}") + 1]) + cut
+    assert body_damage(body, "mlir") == scopes.OP_END
