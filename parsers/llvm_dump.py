@@ -43,6 +43,14 @@ def parse_header(line: str) -> DumpHeader | None:
     return DumpHeader("llvm", when.lower(), desc, None, None, scope, False, line)
 
 
+def names_its_unit(header: DumpHeader) -> bool:
+    """Whether a banner is the new pass manager's ("X on UNIT"), the only kind LLVM 16 and later start
+    with "; ". A legacy banner names no unit: it gives the pass's argument ("(verify)") or, in older
+    LLVM, only its description ("*** IR Dump After Rotate Loops ***")."""
+    match = _BANNER.match(header.raw)
+    return match is not None and match.group(1) != "# " and _NEW_PM.match(match.group(3)) is not None
+
+
 def glued_body_start(banner: bytes) -> int:
     """Where the body starts on a legacy banner's own line (LLVM's legacy CGSCC printer writes no
     newline after its banner), or 0 when the banner line holds only the banner."""

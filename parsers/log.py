@@ -321,12 +321,12 @@ def _open_dump(scan: _Scanner, chunk: bytes, start: int, size: int, damage: str 
     if banner.startswith((b"; *** ", MLIR_MARK)):
         scan.semicolon_banners = True
     if banner.startswith(b"*** ") and (
-        (header.pass_arg is None and scan.semicolon_banners) or banner.rstrip().endswith(b":")
+        (scan.semicolon_banners and llvm_dump.names_its_unit(header)) or banner.rstrip().endswith(b":")
     ):
         # LLVM 15 and older print new-PM banners without "; ". In a log of "; ***" banners (LLVM 16
-        # on) or of MLIR ones (Triton, whose LLVM is newer), a banner without its pass argument is
-        # the tail of a "; *** ... on X ***" banner whose head other output took; a "# *** ...:"
-        # banner ends in ":".
+        # on) or of MLIR ones (Triton, whose LLVM is newer), a new-PM banner ("X on Y") without it is
+        # the tail of a "; *** ... on Y ***" banner whose head other output took; a "# *** ...:"
+        # banner ends in ":". Legacy banners never had "; " (old LLVM's name no pass argument).
         damage = damage or "the banner's head is missing: other output is mixed into it"
     scan.start(header, scan.line, damage)
     if body_start:

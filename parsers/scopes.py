@@ -24,8 +24,10 @@ LEVELS = (MODULE, FUNCTION, LOOP, REGION, MACHINE, OP)
 _LLVM_MODULE_HEADS = (b"; ModuleID", b"source_filename", b"target datalayout", b"target triple")
 _LLVM_FUNCTION_HEADS = (b"; Function Attrs", b"define ", b"declare ")
 _LOOP_HEADS = (b"; Preheader:", b"; Loop:")
-# A basic block's label opens a loop dump without a preheader: "1428:", "for.body:", "\"a b\":".
-_BLOCK_LABEL = re.compile(rb'([-\w.$]+|"[^"\n]*"):(?:\s|$)')
+# A basic block's label opens a loop dump without a preheader: "1428:", "for.body:", "\"a b\":", and
+# an unnamed block as older LLVM (3.9 among them) printed it, "; <label>:1428:" (whose loop dumps
+# are the loop's blocks only).
+_BLOCK_LABEL = re.compile(rb'(?:; <label>:)?([-\w.$]+|"[^"\n]*"):(?:\s|$)')
 _DEFINED = re.compile(rb"define [^@\n]*@(\"[^\"\n]*\"|[-\w.$]+)\(")  # at a line's start: see _defined
 
 

@@ -110,3 +110,46 @@ def test_any_op_dump_may_end_with_its_location_aliases_or_generic_form(end):
 def test_an_op_dump_cut_inside_its_last_line_is_still_damaged(cut):
     body = re.sub(rb" loc\(#loc\d\)", b"", OP_WITH_REGIONS[: OP_WITH_REGIONS.rfind(b"\n}") + 1]) + cut
     assert body_damage(body, "mlir") == scopes.OP_END
+
+
+# --------------------------------------------------------------------------- legacy LLVM printers
+
+
+def test_opt_legacy_log_after_its_bitcode_warning_is_one_compilation():
+    data = fixture_bytes("opt14_legacy_bitcode_warning.log.gz")
+    assert data.startswith(b"WARNING: You're attempting to print out a bitcode file.")
+    dumps, compilations = assert_one_intact_snapshot_per_banner(data)
+    assert len(dumps) == 219
+    assert [(c.kernel, c.status, len(c.snapshots)) for c in compilations] == [("saxpy.ll", "ok", 219)]
+
+
+def test_old_legacy_layout_module_on_the_banner_line_and_comment_labels_are_intact():
+    data = fixture_bytes("llvm_old_layout_derived.log.gz")
+    glued = re.findall(rb"^\*\*\* IR Dump After ([^\n]*?) \*\*\*; ModuleID", data, re.MULTILINE)
+    assert len(glued) == 16
+    dumps, compilations = assert_one_intact_snapshot_per_banner(data)
+    modules = [dump for dump in dumps if dump.body.startswith(b"; ModuleID = 'saxpy.ll'")]
+    assert len(modules) == 16 and all(dump.header.raw.endswith("***") for dump in modules)
+    assert [dump.header.pass_name for dump in modules] == [name.decode() for name in glued]
+    (compilation,) = compilations
+    levels = [snapshot.level for snapshot in compilation.snapshots]
+    assert (levels.count(scopes.MODULE), levels.count(scopes.LOOP)) == (16, 31)
+    # An unnamed block opens the loop dump: its label names the loop, as a named one does.
+    unnamed = {dump.line for dump in dumps if dump.body.startswith(b"; <label>:")}
+    loops = [s for s in compilation.snapshots if s.line in unnamed]
+    assert len(loops) == 8 and {s.level for s in loops} == {scopes.LOOP}
+    assert all(re.fullmatch(r"%\d+ in (saxpy|dot)", s.unit) for s in loops)
+
+
+def test_a_legacy_banner_without_its_argument_is_not_a_broken_new_pm_banner():
+    """"*** IR Dump After X on F ***" in a log of "; ***" banners lost its "; " to other output; a
+    legacy banner names no unit, with or without its pass argument, and is whole."""
+    function = b"define void @f() {\n  ret void\n}\n"
+    new_pm = b"; *** IR Dump After InstCombinePass on f ***\n" + function
+    for banner, damaged in [
+        (b"*** IR Dump After InstCombinePass on f ***", True),
+        (b"*** IR Dump After Combine redundant instructions ***", False),
+        (b"*** IR Dump After Combine redundant instructions (instcombine) ***", False),
+    ]:
+        dumps, _, _ = scanned(new_pm + banner + b"\n" + function)
+        assert [bool(dump.damage) for dump in dumps] == [False, damaged], banner

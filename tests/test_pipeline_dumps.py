@@ -86,6 +86,8 @@ def assert_like_with_like(snapshots: list[Snapshot]) -> None:
         ("opt14_newpm_O2_after_all.log.gz", "after", {"module", "function", "loop"}),
         ("opt14_newpm_O2_before_all.log.gz", "before", {"module", "function", "loop"}),
         ("opt14_legacy_O2_after_all.log.gz", "after", {"module", "function", "loop"}),
+        ("opt14_legacy_bitcode_warning.log.gz", "after", {"module", "function", "loop"}),
+        ("llvm_old_layout_derived.log.gz", "after", {"module", "function", "loop"}),
         ("opt14_newpm_O2_module_scope.log.gz", "after", {"module"}),
         ("llc14_after_all.log.gz", "after", {"module", "function", "loop", "machine"}),
     ],
