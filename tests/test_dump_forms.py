@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import lzma
 import re
 
 import pytest
@@ -17,22 +18,28 @@ from parsers.log import body_damage, scan_log
 from parsers.records import Dump, UnknownBanner
 from tests.conftest import FIXTURES
 
-_BANNER = re.compile(rb"^(?:// -----// IR Dump |(?:; |# )?\*\*\* IR Dump )", re.MULTILINE)
+_BANNER = re.compile(rb"^(?:// -----// (?:\S+ internal )?IR Dump |(?:; |# )?\*\*\* IR Dump )", re.MULTILINE)
 
 
 def fixture_bytes(name: str) -> bytes:
     data = (FIXTURES / name).read_bytes()
+    if name.endswith(".xz"):
+        return lzma.decompress(data)
     return gzip.decompress(data) if name.endswith(".gz") else data
 
 
 def scanned(data: bytes) -> tuple[list[Dump], list[UnknownBanner], list[CompilationRecord]]:
-    """The log's dumps, unknown banners and compilations, as the ingest gets them from parsers/."""
+    """The log's dumps, unknown banners and compilations, as the ingest gets them from parsers/: an
+    intact dump is a snapshot, a damaged one is counted and reported (app/log_reader.py)."""
     dumps, unknown = [], []
     grouper = CompilationGrouper()
     for record in scan_log(io.BytesIO(data)):
         if isinstance(record, Dump):
             dumps.append(record)
-            grouper.add(record, str(hash(record.body)))
+            if not record.damage:
+                grouper.add(record, str(hash(record.body)))
+            elif record.header.failed:
+                grouper.mark_current_failed(record.header)
         elif isinstance(record, UnknownBanner):
             unknown.append(record)
     return dumps, unknown, grouper.compilations
@@ -153,3 +160,36 @@ def test_a_legacy_banner_without_its_argument_is_not_a_broken_new_pm_banner():
     ]:
         dumps, _, _ = scanned(new_pm + banner + b"\n" + function)
         assert [bool(dump.damage) for dump in dumps] == [False, damaged], banner
+
+
+# --------------------------------------------------------------------------- Triton forks, failures
+
+
+def test_a_forks_own_first_pass_starts_the_compilation_it_runs_in():
+    """TLX runs TritonTLXFixup before the Inliner: each compile of the kernel (two here) is one
+    compilation from that first dump, none is "partial" and none holds the next compile's head."""
+    data = fixture_bytes("fork_first_pass_derived.log.gz")
+    dumps, compilations = assert_one_intact_snapshot_per_banner(data)
+    firsts = [dump.line for dump in dumps if dump.header.pass_name == "TritonTLXFixup"]
+    assert len(firsts) == 2
+    assert [(c.kernel, c.status, c.status_reason, c.first_line) for c in compilations] == [
+        ("add_kernel", "ok", None, firsts[0]),
+        ("add_kernel", "ok", None, firsts[1]),
+    ]
+    for compilation in compilations:
+        passes = [snapshot.header.pass_name for snapshot in compilation.snapshots]
+        assert passes[:2] == ["TritonTLXFixup", "InlinerPass"] and passes.count("TritonTLXFixup") == 1
+        assert (compilation.count("mlir"), compilation.count("internal")) == (77, 2)
+        assert compilation.stage == "llvm-dialect" and compilation.target == "cuda:90"
+
+
+def test_a_log_that_starts_in_the_middle_of_a_compile_is_still_partial():
+    """Without an Inliner after it, a compile's first dump is where the log's head was cut off."""
+    data = fixture_bytes("sm90_add_kernel_dump.log.gz")
+    cut = [match.start() for match in re.finditer(rb"^// -----// IR Dump ", data, re.MULTILINE)][5]
+    _, _, compilations = scanned(data[cut:] + data)
+    assert [(c.kernel, c.status, len(c.snapshots)) for c in compilations] == [
+        ("add_kernel", "partial", 73),
+        ("add_kernel", "ok", 78),
+    ]
+    assert compilations[0].status_reason == "the log starts in the middle of this compilation"

@@ -224,3 +224,19 @@ def test_triton38_llvm_dumps_all_kept_with_loops_and_no_pass_manager_lines(db, t
     # What the trace says is kept: passes that ran without a dump, in order.
     traced = [json.loads(s.trace) for s in llvm if s.trace]
     assert any("ModuleInlinerWrapperPass on [module]" in passes for passes in traced)
+
+
+def test_a_fork_running_a_pass_before_the_inliner_is_one_compilation_per_compile(db, tmp_path):
+    """A Triton fork's own first pass (TLX's TritonTLXFixup) starts the compile it runs in; the same
+    kernel compiled again starts again there (fixture derived from a real compile:
+    tests/fixtures/make_fork_first_pass.py)."""
+    data = fixture_bytes("fork_first_pass_derived.log.gz")
+    run = ingest_log(db, tmp_path, data)
+    assert run["damaged"] == 0
+    assert [(c["kernel"], c["status"], c["snapshots"]) for c in run["compilations"]] == [
+        ("add_kernel", "ok", {"mlir": 77, "internal": 2, "llvm": 0}),
+        ("add_kernel", "ok", {"mlir": 77, "internal": 2, "llvm": 0}),
+    ]
+    for snapshots in snapshots_of(db, run):
+        assert [s.pass_name for s in snapshots[:2]] == ["TritonTLXFixup", "InlinerPass"]
+
