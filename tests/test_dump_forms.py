@@ -193,3 +193,16 @@ def test_a_log_that_starts_in_the_middle_of_a_compile_is_still_partial():
         ("add_kernel", "ok", 78),
     ]
     assert compilations[0].status_reason == "the log starts in the middle of this compilation"
+
+
+def test_a_failure_inside_a_nested_pipeline_is_one_failed_compilation_naming_the_inner_pass():
+    data = fixture_bytes("nested_failure_derived.log.xz")
+    failed = re.findall(rb"^// -----// IR Dump After (\w+) Failed", data, re.MULTILINE)
+    assert failed == [b"TritonGPUPartitionScheduling", b"TritonGPUAutomaticWarpSpecialization"]
+    _, compilations = assert_one_intact_snapshot_per_banner(data)
+    (compilation,) = compilations
+    assert (compilation.kernel, compilation.status) == ("matmul_kernel", "failed")
+    assert compilation.failed_pass == "TritonGPUPartitionScheduling"
+    assert [s.header.pass_name for s in compilation.snapshots if s.header.failed] == [
+        name.decode() for name in failed
+    ]
