@@ -306,7 +306,9 @@ def _open_dump(scan: _Scanner, chunk: bytes, start: int, size: int, damage: str 
         damage = "banner interleaved with another dump's banner"
     elif banner.rstrip(b"\r\n").translate(None, PRINTABLE):
         damage = "the banner holds bytes an IR printer never writes: binary data or other output is mixed in"
-    body_start = llvm_dump.glued_body_start(banner) if glued <= 0 else 0
+    body_start = 0
+    if glued <= 0:
+        body_start = (mlir_dump if banner.startswith(MLIR_MARK) else llvm_dump).glued_body_start(banner)
     if body_start:
         banner = banner[:body_start]  # the rest of the line is the body's first line
     header = scan.headers.parse(banner if glued <= 0 else banner[:glued])

@@ -206,3 +206,37 @@ def test_a_failure_inside_a_nested_pipeline_is_one_failed_compilation_naming_the
     assert [s.header.pass_name for s in compilation.snapshots if s.header.failed] == [
         name.decode() for name in failed
     ]
+
+
+# --------------------------------------------------------------------------- pasted dumps
+
+
+def _pasted(dump: bytes) -> bytes:
+    """A dump as pasted with its banner's newline lost: the first IR line sits on the banner line."""
+    newline = dump.index(b"\n")
+    return dump[:newline] + dump[newline + 1 :]
+
+
+def _first_dump(name: str) -> bytes:
+    data = fixture_bytes(name)
+    return data[: data.index(b"\n// -----// IR Dump ", 1) + 1]
+
+
+@pytest.mark.parametrize("name", ["sm90_add_kernel_dump.log.gz", "iree_matmul_debuginfo.log.gz"])
+def test_a_pasted_dump_with_its_first_line_on_the_banner_line_is_kept(name):
+    whole = _first_dump(name)
+    for paste in (_pasted(whole), b"some text before it\n" + _pasted(whole) + whole):
+        dumps, unknown, compilations = scanned(paste)
+        assert not unknown and [dump.damage for dump in dumps] == [None] * paste.count(b"// -----// IR Dump")
+        assert dumps[0].body == whole[whole.index(b"\n") + 1 :].rstrip(b"\n")
+        assert dumps[0].header.raw == whole[: whole.index(b"\n")].decode()
+        assert sum(len(c.snapshots) for c in compilations) == len(dumps)
+
+
+def test_a_pasted_dump_cut_off_mid_line_is_counted_as_damaged_not_lost():
+    paste = _pasted(_first_dump("sm90_add_kernel_dump.log.gz"))
+    for cut in (len(paste) // 3, len(paste) * 2 // 3, paste.index(b"//----- //") + 20):
+        cut = cut if paste[cut - 1 : cut] != b"\n" else cut + 1
+        dumps, unknown, _ = scanned(paste[:cut])
+        assert not unknown and len(dumps) == 1
+        assert dumps[0].truncated and dumps[0].damage == "the log ends inside this dump"

@@ -240,3 +240,20 @@ def test_a_fork_running_a_pass_before_the_inliner_is_one_compilation_per_compile
     for snapshots in snapshots_of(db, run):
         assert [s.pass_name for s in snapshots[:2]] == ["TritonTLXFixup", "InlinerPass"]
 
+
+def test_a_pasted_dump_with_its_first_line_on_the_banner_line_is_a_snapshot_or_damaged(db, tmp_path):
+    """The newline after the banner was lost in the paste: the rest of the banner's line is the body's
+    first line. Whole, it is a snapshot; cut off mid-line, it is counted as damaged. Never lost."""
+    data = fixture_bytes("sm90_add_kernel_dump.log.gz")
+    dump = data[: data.index(b"\n// -----// IR Dump ", 1) + 1]
+    newline = dump.index(b"\n")
+    pasted = dump[:newline] + dump[newline + 1 :]
+    run = ingest_log(db, tmp_path, pasted, "whole.log")
+    assert run["damaged"] == 0
+    (compilation,) = run["compilations"]
+    assert compilation["snapshots"]["mlir"] == 1
+    ((snapshot,),) = snapshots_of(db, run)
+    with db.session() as session:
+        assert BlobReader().get(session, snapshot.blob) == dump[newline + 1 :].rstrip(b"\n")
+    run = ingest_log(db, tmp_path, pasted[: len(pasted) // 2], "cut.log")
+    assert run["damaged"] == 1 and sum(c["snapshots"]["mlir"] for c in run["compilations"]) == 0
