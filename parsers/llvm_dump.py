@@ -3,7 +3,8 @@
 New pass manager: ; *** IR Dump After InstCombinePass on add_kernel ***
                   (LLVM 15 and older: no "; ", and loops are "on Loop at depth 1 containing: %5<header>...")
 Legacy IR level:  *** IR Dump After Module Verifier (verify) ***
-                  (a legacy CGSCC pass prints its first function on the banner's line: "***; Function Attrs...")
+                  (a legacy CGSCC pass prints its first function on the banner's line: "***; Function Attrs...";
+                  older LLVM names no argument and prints a module on the banner's line: "***; ModuleID ...")
 Machine IR:       # *** IR Dump After Branch Folder (branch-folder) ***:
 """
 
@@ -19,8 +20,10 @@ _BANNER = re.compile(r"^(; |# )?\*\*\* IR Dump (Before|After) (.*?) \*\*\*:?\s*$
 _NEW_PM = re.compile(r"^([A-Za-z_][\w:]*(?:<.*?>)?) on (.*?)( \(invalidated\)| omitted because no change)?$")
 _LEGACY = re.compile(r"^(.*) \(([^()]*)\)$")
 
-# A legacy banner with the body's first line glued on: "*** IR Dump After X (x) ***; Function Attrs: ...".
-_GLUED_BODY = re.compile(rb"^\*\*\* IR Dump (?:Before|After) .*? \*\*\*(?=; |define |declare )")
+# A banner with the body's first line glued on: a legacy CGSCC pass's ("*** IR Dump After X (x) ***;
+# Function Attrs: ..."), old LLVM's module dumps ("*** IR Dump After X ***; ModuleID = ..."), or any
+# banner pasted with its newline lost. Nothing of a banner follows its closing "***" (or "***:").
+_GLUED_BODY = re.compile(rb"^(?:; |# )?\*\*\* IR Dump (?:Before|After) .*? \*\*\*:?(?=[^\s:])")
 
 # Byte prefixes a banner line can start with; cheap to test before the regex.
 PREFIXES = (b"; *** IR Dump ", b"*** IR Dump ", b"# *** IR Dump ")
@@ -52,7 +55,7 @@ def names_its_unit(header: DumpHeader) -> bool:
 
 
 def glued_body_start(banner: bytes) -> int:
-    """Where the body starts on a legacy banner's own line (LLVM's legacy CGSCC printer writes no
-    newline after its banner), or 0 when the banner line holds only the banner."""
+    """Where the body starts on a banner's own line (LLVM's legacy CGSCC printer, and old LLVM's module
+    printer, write no newline after their banner), or 0 when the banner line holds only the banner."""
     match = _GLUED_BODY.match(banner)
     return match.end() if match else 0

@@ -217,19 +217,31 @@ def _pasted(dump: bytes) -> bytes:
     return dump[:newline] + dump[newline + 1 :]
 
 
-def _first_dump(name: str) -> bytes:
+def _first_dump(name: str, banner: bytes = b"// -----// IR Dump ") -> bytes:
+    """The fixture's first dump whose banner starts so, whole."""
     data = fixture_bytes(name)
-    return data[: data.index(b"\n// -----// IR Dump ", 1) + 1]
+    starts = [match.start() for match in _BANNER.finditer(data)] + [len(data)]
+    first = next(index for index, start in enumerate(starts) if data.startswith(banner, start))
+    return data[starts[first] : starts[first + 1]]
 
 
-@pytest.mark.parametrize("name", ["sm90_add_kernel_dump.log.gz", "iree_matmul_debuginfo.log.gz"])
-def test_a_pasted_dump_with_its_first_line_on_the_banner_line_is_kept(name):
-    whole = _first_dump(name)
+@pytest.mark.parametrize(
+    ("name", "banner"),
+    [
+        ("sm90_add_kernel_dump.log.gz", b"// -----// IR Dump "),
+        ("iree_matmul_debuginfo.log.gz", b"// -----// IR Dump "),
+        ("opt14_newpm_O2_module_scope.log.gz", b"*** IR Dump "),
+        ("llvm_banners_sm90_triton39.log.gz", b"; *** IR Dump "),
+        ("llvm_banners_sm90_triton39.log.gz", b"# *** IR Dump "),
+    ],
+)
+def test_a_pasted_dump_with_its_first_line_on_the_banner_line_is_kept(name, banner):
+    whole = _first_dump(name, banner)
+    original = scanned(whole)[0][0]
     for paste in (_pasted(whole), b"some text before it\n" + _pasted(whole) + whole):
         dumps, unknown, compilations = scanned(paste)
-        assert not unknown and [dump.damage for dump in dumps] == [None] * paste.count(b"// -----// IR Dump")
-        assert dumps[0].body == whole[whole.index(b"\n") + 1 :].rstrip(b"\n")
-        assert dumps[0].header.raw == whole[: whole.index(b"\n")].decode()
+        assert not unknown and [dump.damage for dump in dumps] == [None] * len(_BANNER.findall(b"\n" + paste))
+        assert (dumps[0].header, dumps[0].body) == (original.header, original.body)
         assert sum(len(c.snapshots) for c in compilations) == len(dumps)
 
 
