@@ -2,7 +2,12 @@
 
 Boundary rule (../shared/corpus/README.md): a compilation starts at a module-scope dump of the
 first TTIR pass (Inliner / InlinerPass), or at GluonInline when it does not directly follow
-SCFToControlFlow(Pass) (inside the LLVM stage GluonInline runs in every compilation).
+SCFToControlFlow(Pass) (inside the LLVM stage GluonInline runs in every compilation). A fork of Triton
+may run passes of its own before the Inliner (TLX's TritonTLXFixup): a compilation starts at the first
+dump of its module, whatever the pass, so a kernel's dump with no compilation open for it opens one
+(partial, "the log starts in the middle", until its Inliner comes: then the compile started at that
+first dump). Such a first pass, once seen before an Inliner and never after one, starts the next
+compilation of the same kernel too.
 
 Concurrent compiles interleave whole dumps, so a dump goes to the open compilation whose kernel
 it holds, not blindly to the latest one. Pipeliner-internal dumps ignore MLIR_ENABLE_DUMP's kernel
@@ -304,6 +309,7 @@ class CompilationRecord:
     defined: frozenset[bytes] | None = None  # the functions its first LLVM module dump defines
     machine_code: bool = False  # it has reached code generation (a machine-code dump)
     named_by_module: bool = False  # its name is its module's (else a function's, until a module names it)
+    before_start: bool = False  # opened by a dump before its Inliner (GluonInline), which has not come yet
 
     def count(self, kind: str) -> int:
         return self.snapshots.count_kind(kind)
@@ -329,6 +335,9 @@ class CompilationGrouper:
         self._facts = _BodyFacts()
         self._tables = tuple(_Interned() for _ in range(6))  # shared by a log's SnapshotLists
         self._stage_marks: dict[int, tuple[DumpHeader, bool, bool]] = {}  # by header identity
+        # (when, pass) of MLIR module dumps seen before a compilation's start, and after one
+        self._before_start: set[tuple[str, str]] = set()
+        self._after_start: set[tuple[str, str]] = set()
 
     def add(self, dump: Dump, blob: str, trace: tuple[str, ...] = ()) -> CompilationRecord | None:
         """Assign a dump to its compilation; `trace` is the passes LLVM's pass manager reported
@@ -365,19 +374,19 @@ class CompilationGrouper:
             ):
                 compilation, kernel = current, current.kernel
             previous = compilation.last_pass if compilation else None
+            again = self._starts_again(compilation, header)
             if starts_compilation(header, previous):
-                compilation = CompilationRecord(
-                    kernel, dump.line, SnapshotList(self._tables), gluon=header.pass_name == "GluonInline"
-                )
-                if compilation.gluon:
-                    compilation.stage = "ttgir"
-                self.compilations.append(compilation)
+                compilation = self._start(compilation, kernel, dump)
             elif compilation is None and header.kind == "mlir" and not _is_triton(dump.body):
                 compilation = self._open_generic(dump)
-            elif compilation is None and header.kind == "mlir":
-                # The log starts in the middle of a compile (its head was cut off).
-                compilation = CompilationRecord(kernel, dump.line, SnapshotList(self._tables), status="partial")
-                compilation.status_reason = "the log starts in the middle of this compilation"
+            elif again or (compilation is None and header.kind == "mlir"):
+                # A first dump before the Inliner: a fork's own pass, or the log starts in the middle
+                # of a compile (its head was cut off); which of the two, only the Inliner can tell.
+                compilation = CompilationRecord(kernel, dump.line, SnapshotList(self._tables))
+                compilation.before_start = True
+                if not again:
+                    compilation.status = "partial"
+                    compilation.status_reason = "the log starts in the middle of this compilation"
                 self.compilations.append(compilation)
             if compilation is not None and kernel:
                 self._open[kernel] = compilation
@@ -395,7 +404,41 @@ class CompilationGrouper:
         if dump.header.failed:
             self.mark_failed(compilation, header)
         self._advance_stage(compilation, header)
+        if header.kind == "mlir" and not compilation.before_start and not compilation.generic:
+            self._after_start.add((header.when, header.pass_name))
+        compilation.before_start = compilation.before_start and compilation.stage == "ttir"
         return compilation
+
+    def _start(
+        self, compilation: CompilationRecord | None, kernel: str | None, dump: Dump
+    ) -> CompilationRecord:
+        """The compilation an Inliner (GluonInline) dump starts: the kernel's compilation that its own
+        first passes opened, else a new one."""
+        gluon = dump.header.pass_name == "GluonInline"
+        if compilation is None or not compilation.before_start or compilation.status == "failed":
+            compilation = CompilationRecord(kernel, dump.line, SnapshotList(self._tables))
+            self.compilations.append(compilation)
+        else:  # its first passes ran before the Inliner: a fork's, to be known again
+            first = {(h.when, h.pass_name) for h in compilation.snapshots.headers() if h.kind == "mlir"}
+            self._before_start.update(key for key in first if key not in self._after_start)
+        compilation.before_start, compilation.status, compilation.status_reason = False, "ok", None
+        compilation.gluon = gluon
+        compilation.stage = "ttgir" if gluon else compilation.stage
+        return compilation
+
+    def _starts_again(self, compilation: CompilationRecord | None, header: DumpHeader) -> bool:
+        """Whether a module dump is the first of the kernel's next compilation: its pass ran before an
+        Inliner that joined them (a fork's first pass) and never after one, and `compilation` is past
+        its Inliner."""
+        key = (header.when, header.pass_name)
+        return (
+            compilation is not None
+            and not compilation.before_start
+            and header.kind == "mlir"
+            and header.is_module_scope
+            and key in self._before_start
+            and key not in self._after_start
+        )
 
     @staticmethod
     def mark_failed(compilation: CompilationRecord | None, header: DumpHeader) -> None:

@@ -3,7 +3,8 @@
 New pass manager: ; *** IR Dump After InstCombinePass on add_kernel ***
                   (LLVM 15 and older: no "; ", and loops are "on Loop at depth 1 containing: %5<header>...")
 Legacy IR level:  *** IR Dump After Module Verifier (verify) ***
-                  (a legacy CGSCC pass prints its first function on the banner's line: "***; Function Attrs...")
+                  (a legacy CGSCC pass prints its first function on the banner's line: "***; Function Attrs...";
+                  older LLVM names no argument and prints a module on the banner's line: "***; ModuleID ...")
 Machine IR:       # *** IR Dump After Branch Folder (branch-folder) ***:
 """
 
@@ -19,8 +20,10 @@ _BANNER = re.compile(r"^(; |# )?\*\*\* IR Dump (Before|After) (.*?) \*\*\*:?\s*$
 _NEW_PM = re.compile(r"^([A-Za-z_][\w:]*(?:<.*?>)?) on (.*?)( \(invalidated\)| omitted because no change)?$")
 _LEGACY = re.compile(r"^(.*) \(([^()]*)\)$")
 
-# A legacy banner with the body's first line glued on: "*** IR Dump After X (x) ***; Function Attrs: ...".
-_GLUED_BODY = re.compile(rb"^\*\*\* IR Dump (?:Before|After) .*? \*\*\*(?=; |define |declare )")
+# A banner with the body's first line glued on: a legacy CGSCC pass's ("*** IR Dump After X (x) ***;
+# Function Attrs: ..."), old LLVM's module dumps ("*** IR Dump After X ***; ModuleID = ..."), or any
+# banner pasted with its newline lost. Nothing of a banner follows its closing "***" (or "***:").
+_GLUED_BODY = re.compile(rb"^(?:; |# )?\*\*\* IR Dump (?:Before|After) .*? \*\*\*:?(?=[^\s:])")
 
 # Byte prefixes a banner line can start with; cheap to test before the regex.
 PREFIXES = (b"; *** IR Dump ", b"*** IR Dump ", b"# *** IR Dump ")
@@ -43,8 +46,16 @@ def parse_header(line: str) -> DumpHeader | None:
     return DumpHeader("llvm", when.lower(), desc, None, None, scope, False, line)
 
 
+def names_its_unit(header: DumpHeader) -> bool:
+    """Whether a banner is the new pass manager's ("X on UNIT"), the only kind LLVM 16 and later start
+    with "; ". A legacy banner names no unit: it gives the pass's argument ("(verify)") or, in older
+    LLVM, only its description ("*** IR Dump After Rotate Loops ***")."""
+    match = _BANNER.match(header.raw)
+    return match is not None and match.group(1) != "# " and _NEW_PM.match(match.group(3)) is not None
+
+
 def glued_body_start(banner: bytes) -> int:
-    """Where the body starts on a legacy banner's own line (LLVM's legacy CGSCC printer writes no
-    newline after its banner), or 0 when the banner line holds only the banner."""
+    """Where the body starts on a banner's own line (LLVM's legacy CGSCC printer, and old LLVM's module
+    printer, write no newline after their banner), or 0 when the banner line holds only the banner."""
     match = _GLUED_BODY.match(banner)
     return match.end() if match else 0

@@ -1,12 +1,13 @@
 """Split a log byte stream into IR dumps and the gap text between them.
 
-Works on large chunks and byte offsets rather than decoded lines: a dump body is found with
-`bytes.find` and sliced out whole, so the Python-level work is per dump, not per line.
-Damage is detected where it is cheap: a banner that starts mid-line or is glued to another (two
-writers interleaved), a dump cut off by the next banner or by the end of the log, and a body that
-its printer cannot have written whole (body_damage: foreign bytes, unbalanced braces, no module or
-two, #loc or !N numbering with gaps, an LLVM dump not ending as one does). Pieces of broken banners
-in the gap text are reported. tests/test_fuzz_logs.py states, as properties, what this guarantees.
+Works on large chunks (parsers/log_chunks.py) and byte offsets rather than decoded lines: a dump
+body is found with `bytes.find` and sliced out whole, so the Python-level work is per dump, not per
+line. Damage is detected where it is cheap: a banner that starts mid-line or is glued to another
+(two writers interleaved), a dump cut off by the next banner or by the end of the log, and a body
+that its printer cannot have written whole (parsers/dump_damage.py: foreign bytes, unbalanced
+braces, no module or two, #loc or !N numbering with gaps, an LLVM dump not ending as one does).
+Pieces of broken banners in the gap text are reported. tests/test_fuzz_logs.py states, as
+properties, what this guarantees.
 
 Speed (see bench/NOTES.md): the common case is an MLIR dump followed by a blank line and the next
 banner. The fast path finds the next banner mark once, takes the body in front of it, and looks at
@@ -18,17 +19,27 @@ into a line, a dump running over a chunk's end) takes the general path, which gi
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from parsers import llvm_dump, mlir_dump, scopes
+from parsers import llvm_dump, mlir_dump
+from parsers.dump_damage import (
+    BANNER_PIECE,
+    BROKEN_BANNER,
+    COUNTED,
+    NO_MODULE,
+    PRINTABLE,
+    body_damage,
+    has_banner_piece,
+)
+from parsers.log_chunks import MAX_LINE_BYTES, MLIR_MARK, Chunks
 from parsers.records import CutLine, Dump, DumpHeader, GapBlock, UnknownBanner
+
+__all__ = ["MAX_DUMP_BYTES", "MAX_LINE_BYTES", "NO_MODULE", "TOO_BIG", "body_damage", "scan_log"]
 
 CHUNK_SIZE = 8 << 20
 GAP_BATCH_LINES = 5000
-_MARK = b"// -----//"  # any MLIR banner, wherever it appears
 _GLUED = re.compile(rb"// -----// |(?:; |# )?\*\*\* IR Dump ")  # where a banner glued onto another starts
 _HEADS = (b"// -----// ", b"; *** IR Dump ", b"*** IR Dump ", b"# *** IR Dump ")
 _LLVM_BANNER_TEXT = b"*** IR Dump "
@@ -52,57 +63,17 @@ _LLVM_END = re.compile(
 # A machine-code (MIR) dump holds one function and ends with this line: what follows is log text,
 # even when no banner comes next (the compile's last dump, then the next compile's errors).
 _MIR_END = re.compile(rb"^# End machine code for function [^\n]*\n", re.MULTILINE)
-UNBALANCED = "unbalanced braces: the dump is incomplete or mixed with other output"
-FOREIGN = (
-    "holds bytes an IR printer never writes (NUL, control or non-ASCII bytes): "
-    "binary data or other output is mixed into the dump"
-)
-NO_MODULE = "no module in the dump: it is incomplete or mixed with other output"
-LOC_GAP = "#loc aliases are missing: the dump was cut short or mixed with other output"
-BAD_START = "the dump does not start with #aliases or its module: other output is mixed in"
-BAD_END = "the dump does not end with its module's closing brace or #loc aliases: it is incomplete"
-METADATA_GAP = "its !N metadata is incomplete or not last: the LLVM dump was cut short or mixed with other output"
-MIR_END = "no '# End machine code' line: the machine-code dump was cut short"
-LLVM_MIXED = "two LLVM dumps run together: a banner between them is missing or broken"
-_METADATA_REF = re.compile(rb"![0-9]")
-_LLVM_DEFINE = re.compile(rb"\ndefine [^@\n]*@([^(\s]+)\(")
-LLVM_END = "the LLVM dump does not end with a function's closing brace or metadata: it was cut short"
-# Lines LLVM's pass manager prints after a dump (LLVM_IR_ENABLE_DUMP with debug-pass-manager output).
-_PASS_MANAGER_LINES = (b"Running ", b"Invalidating ", b"Clearing ", b"Skipping ")
-EMPTY = "empty dump"
-BROKEN_BANNER = "part of a dump banner inside the dump: other output is mixed in, or the next banner is broken"
-MODULES = "more than one module in the dump: two dumps are mixed"
 AMBIGUOUS = "its banner follows another banner directly: which of the two dumps this body belongs to is unknown"
-# Pieces of a banner that other output broke: wherever a banner is split, one side keeps "IR Dump",
-# or the split is inside it and the head ends in "*** I".."*** IR Dum" (an MLIR banner's head is
-# already one by its "// -----// ") and the tail starts with "R Dump".."p" and "Before"/"After".
-_BANNER_PIECE = re.compile(
-    rb"IR Dump|\*\*\* I(?:R ?(?:D(?:um?)?)?)?\r?$|^(?:R Dump|\s?Dump|ump|mp|p) (?:Before|After)\b", re.MULTILINE
-)
 _NL = 10  # b"\n"[0]
 _CR = 13
 _BLANK_END = re.compile(rb"\n\r?\n")  # a body's end: its last newline, then a blank line (CRLF logs too)
-# bytes.translate deleting all but these leaves a short string to count them in: one pass, not three.
-# Printers escape every byte outside printable ASCII (MLIR and LLVM alike; no corpus dump holds
-# one), so the bytes kept besides "\n{}" are foreign: their count comes from the same pass.
-_PRINTABLE = b"\t\r" + bytes(range(0x20, 0x7F))
-# Also kept: the rare letters every banner piece holds ("*** I", "IR Dump", "p Before", "p After"),
-# so the full-text searches for pieces run only on bodies that hold one of them.
-_PIECE_LETTERS = b"*DBA"
-_COUNTED = bytes(c for c in _PRINTABLE if c not in b"{}" + _PIECE_LETTERS)
-# An MLIR printer numbers #loc aliases #loc, #loc1, #loc2, ... by first use and defines each one used,
-# before the module or after it: a gap in the numbers means lines were lost (every corpus dump holds).
-# The module is in custom form ("module attributes {") or, when a failed pass left IR that does not
-# verify, in generic form ('"builtin.module"() ({', Triton 3.8's "IR Dump After X Failed").
-_MODULE_OR_LOC = re.compile(rb'\n(?:((?:"builtin\.)?m)odule|#loc(\d*) = )')
-_METADATA_DEF = re.compile(rb"\n!(\d+) = ")  # LLVM numbers its metadata !0, !1, ... likewise
 # A dump still open at a chunk's end is scanned again joined with the next chunk's head (so the fast
 # path sees it whole), unless it is already this long.
 _CARRY_MAX = 4 << 20
 # Memory stays bounded by these however the input is shaped: a longer line keeps its first
-# MAX_LINE_BYTES (the rest is reported, not stored), and a longer dump ends there as damaged (the
-# rest is read as log text). Real dumps are a few MB; a runaway print or binary junk is not IR.
-MAX_LINE_BYTES = 8 << 20
+# MAX_LINE_BYTES (parsers/log_chunks.py; the rest is reported, not stored), and a longer dump ends
+# there as damaged (the rest is read as log text). Real dumps are a few MB; a runaway print or binary
+# junk is not IR.
 MAX_DUMP_BYTES = 64 << 20
 TOO_BIG = f"the dump is larger than {MAX_DUMP_BYTES >> 20} MiB: cut there, the rest is read as log text"
 
@@ -110,212 +81,6 @@ TOO_BIG = f"the dump is larger than {MAX_DUMP_BYTES >> 20} MiB: cut there, the r
 _RECENT_BYTES = 8 << 20
 _RECENT_COUNT = 64
 _HEADER_CACHE = 8192
-
-
-def body_damage(body: bytes, kind: str, counted: bytes | None = None, empty_ok: bool = False) -> str | None:
-    """Why `body` (trailing newlines removed) cannot be a whole dump as its printer wrote it, or None.
-
-    `counted` is `body.translate(None, _COUNTED)` when the caller has it; `empty_ok` for an LLVM dump
-    whose banner says it is empty ("omitted because no change"). The checks are the ones a
-    cut or a mix breaks and a real dump never does (all hold on every corpus dump): printable ASCII
-    only, balanced braces, a module, an MLIR dump's last line, the numbering of #loc aliases and of
-    LLVM metadata. They cannot see a foreign line that keeps all of these (a brace-free line from
-    another writer's dump at the same depth): tests/test_fuzz_logs.py says what is guaranteed.
-    """
-    if counted is None:
-        counted = body.translate(None, _COUNTED)
-    opening, closing = counted.count(b"{"), counted.count(b"}")
-    letters = sum(counted.count(letter) for letter in _PIECE_LETTERS)
-    if len(counted) != opening + closing + counted.count(b"\n") + letters:
-        return FOREIGN
-    if not body.strip():
-        return None if empty_ok and kind == "llvm" else EMPTY
-    if opening != closing:
-        return UNBALANCED
-    text = b"\n" + body
-    if _has_banner_piece(body, counted):
-        return BROKEN_BANNER
-    if kind == "llvm":
-        # One module, or one function, per dump: a second one is another dump's text run into it.
-        machine = body.count(b"# Machine code for function")
-        if (
-            text.find(b"\n; ModuleID", 1) >= 0 or machine > 1 or body.count(b"# End machine code") > 1
-            or (machine and not body.startswith(b"# Machine code"))
-        ):
-            return LLVM_MIXED
-        defined = _LLVM_DEFINE.findall(text)
-        if len(set(defined)) != len(defined):
-            return LLVM_MIXED
-        last = _last_ir_line(body)
-        if scopes.is_null_function(body):  # a legacy CGSCC pass on the call graph's external node
-            return None
-        if scopes.is_loop_body(body) or scopes.is_region_body(body):  # a loop's or region's blocks only
-            return scopes.loop_damage(body, _last_line(body))
-        if b"# Machine code for function" in body:
-            if not last.startswith(b"# End machine code for function"):
-                return MIR_END
-        elif not last.startswith((b"}", b"!", b"attributes #", b"declare ")):
-            return LLVM_END
-        numbers = _METADATA_DEF.findall(text)  # only a module dump defines metadata, and last
-        if numbers and (not _numbered(numbers) or b"!%d" % len(numbers) in body or not last.startswith(b"!")):
-            return METADATA_GAP
-        module = body.startswith((b"; ModuleID", b"source_filename"))
-        if not numbers and module and _METADATA_REF.search(body):
-            return METADATA_GAP  # a module using metadata it does not define: cut before them
-        if numbers and not module:
-            return LLVM_MIXED  # a function dump defines no metadata: a module's tail ran into it
-        return None
-    if scopes.is_mlir_op_body(body):  # a pass's op printed alone (no module scope): IREE, mlir-opt
-        return scopes.mlir_op_damage(body) or _loc_damage(body, text)
-    if not body.startswith((b"#", b"module", b'"builtin.module"')):
-        return BAD_START  # an MLIR module dump opens with its aliases or the module itself
-    found = _MODULE_OR_LOC.findall(text)  # one pass for both: (b"m", b"") or (b"", alias number)
-    modules = sum(1 for module, _ in found if module)
-    if modules != 1:
-        return NO_MODULE if not modules else MODULES
-    if body[body.rfind(b"\n") + 1 : body.rfind(b"\n") + 2] not in (b"}", b"#"):
-        return BAD_END
-    numbers = [number for module, number in found if not module]
-    if not _numbered(numbers) or (_loc_at_least(len(numbers)).search(body) if numbers else b"#loc" in body):
-        return LOC_GAP  # a number missing, or one used beyond the last defined (by any line, alias or op)
-    return None
-
-
-def _loc_damage(body: bytes, text: bytes) -> str | None:
-    """The #loc numbering check of an MLIR dump, for one that holds no module."""
-    numbers = [number for module, number in _MODULE_OR_LOC.findall(text) if not module]
-    if not _numbered(numbers) or (_loc_at_least(len(numbers)).search(body) if numbers else b"#loc" in body):
-        return LOC_GAP
-    return None
-
-
-def _last_line(body: bytes) -> bytes:
-    """The last non-blank line of a body, as printed (leading blanks kept)."""
-    body = body.rstrip()
-    return body[body.rfind(b"\n") + 1 :]
-
-
-def _has_banner_piece(data: bytes, counted: bytes | None = None) -> bool:
-    # Literal finds run at memory speed, the regex (anchored at line ends) only on a hit; with
-    # `counted`, a find runs only if its rare letter is in the text at all.
-    if counted is None:
-        counted = _PIECE_LETTERS
-    return (
-        (b"D" in counted and b"IR Dump" in data)
-        or (b"*" in counted and b"*** I" in data)
-        or (b"B" in counted and b"p Before" in data)
-        or (b"A" in counted and b"p After" in data)
-    ) and _BANNER_PIECE.search(data) is not None
-
-
-def _last_ir_line(body: bytes) -> bytes:
-    """The last line of an LLVM dump that is not blank and not LLVM's pass-manager chatter."""
-    end = len(body)
-    while end > 0:
-        start = body.rfind(b"\n", 0, end) + 1
-        line = body[start:end].strip()
-        if line and not line.startswith(_PASS_MANAGER_LINES):
-            return line
-        end = start - 1
-    return b""
-
-
-@functools.lru_cache(maxsize=256)
-def _loc_at_least(count: int) -> re.Pattern[bytes]:
-    """A pattern for a reference to #locN with N >= count (count >= 1): one search of the body, where
-    collecting every #loc number would cost twice as much."""
-    digits = str(count)
-    larger = [
-        digits[:i] + f"[{int(digit) + 1}-9]" + r"\d" * (len(digits) - i - 1)
-        for i, digit in enumerate(digits)
-        if digit != "9"
-    ]
-    alternatives = [digits, *larger, r"[1-9]\d{" + str(len(digits)) + ",}"]
-    return re.compile(rb"#loc(?:" + "|".join(alternatives).encode() + rb")(?!\d)")
-
-
-def _numbered(numbers: list[bytes]) -> bool:
-    """Whether alias numbers are 0 (written as nothing), 1, 2, ... each once."""
-    values = sorted(int(number) if number else 0 for number in numbers)
-    return values == list(range(len(values)))
-
-
-class _Chunks:
-    """Read a stream in big blocks and hand out (buffer, start, end) pieces, buffer[start:end] being
-    whole lines (the stream's last piece may lack its newline). Blocks are scanned where they were
-    read, without copying. Bytes that must be seen together with what follows are joined with the
-    next block's head into a small piece of their own: a line cut by a block's end, and (when the
-    scanner sets `carry`) the start of a dump still open at a piece's end, which is joined up to the
-    end of the next banner line."""
-
-    def __init__(self, stream: BinaryIO, chunk_size: int) -> None:
-        self.stream = stream
-        self.chunk_size = chunk_size
-        self.carry = b""  # set by the scanner: the unscanned tail of the piece it was given
-        # For the next piece: (newlines before its cut line, bytes of it kept, bytes dropped).
-        self.cut: tuple[int, int, int] | None = None
-        self._dropped = 0
-
-    def __iter__(self) -> Iterator[tuple[bytes, int, int]]:
-        partial: list[bytes] = []  # unscanned bytes before block[start:] that end in no newline
-        block, start = b"", 0  # block[start:] is not scanned yet
-        while True:
-            if start >= len(block):
-                block, start = self.stream.read(self.chunk_size), 0
-                if not block:
-                    last = self._joined(self.carry, partial, b"")
-                    if last:
-                        yield last, 0, len(last)
-                    return
-            carry, self.carry = self.carry, b""
-            if carry or partial:
-                cut = 0
-                if carry:
-                    mark = block.find(_MARK, start)
-                    if mark >= 0:
-                        cut = block.find(b"\n", mark) + 1
-                if not cut:
-                    cut = block.find(b"\n", start) + 1
-                if not cut:  # no newline in the rest of the block: keep collecting, up to a limit
-                    room = MAX_LINE_BYTES - sum(map(len, partial))
-                    if room > 0:
-                        partial.append(block[start : start + room])
-                    self._dropped += max(0, len(block) - start - max(room, 0))
-                    start = len(block)
-                    self.carry = carry
-                    continue
-                joined = self._joined(carry, partial, block[start:cut])
-                partial, start = [], cut
-                yield joined, 0, len(joined)
-                continue
-            cut = block.rfind(b"\n", start) + 1
-            if cut > start:
-                yield block, start, cut
-            else:
-                cut = start
-            if cut < len(block):
-                partial.append(block[cut:])
-            start = len(block)
-
-    def _capped(self, line: bytes) -> bytes:
-        """The first MAX_LINE_BYTES of a line without its newline yet; the rest is counted, not kept."""
-        if len(line) <= MAX_LINE_BYTES:
-            return line
-        self._dropped += len(line) - MAX_LINE_BYTES
-        return line[:MAX_LINE_BYTES]
-
-    def _joined(self, carry: bytes, partial: list[bytes], rest: bytes) -> bytes:
-        """carry + the line cut by the block's end + its rest; a line over the limit is cut there, and
-        `cut` tells the scanner which line of the piece it was and how much of it was dropped."""
-        end = rest.find(b"\n") + 1 or len(rest)  # `rest` may run on past the line, to a banner
-        line = b"".join(partial) + rest[:end]
-        if self._dropped or len(line) > MAX_LINE_BYTES + 1:
-            newline = line.endswith(b"\n")
-            kept = self._capped(line[:-1] if newline else line)
-            self.cut = (carry.count(b"\n"), len(kept), self._dropped)
-            self._dropped = 0
-            line = kept + (b"\n" if newline else b"")
-        return carry + line + rest[end:]
 
 
 class _HeaderCache(dict):
@@ -424,10 +189,10 @@ class _Scanner:
             lines.pop()
         # Text of a banner that other output broke (split over lines, cut short) is reported as an
         # unknown banner, so the user learns a dump was not read; its lines stay log text.
-        pieces = pieces and _has_banner_piece(data)
+        pieces = pieces and has_banner_piece(data)
         for raw in lines:
             text = raw.rstrip(b"\r").decode("utf-8", "replace")
-            if pieces and _BANNER_PIECE.search(raw):
+            if pieces and BANNER_PIECE.search(raw):
                 if self.gap.lines:
                     yield self.flush_gap()
                 yield UnknownBanner(self.line, text)
@@ -452,7 +217,7 @@ def scan_log(stream: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[Dump | 
 
 
 def _scan_log(scan: _Scanner, stream: BinaryIO, chunk_size: int) -> Iterator[Dump | GapBlock | UnknownBanner]:
-    chunks = _Chunks(stream, chunk_size)
+    chunks = Chunks(stream, chunk_size)
     for chunk, pos, size in chunks:
         if chunks.cut is not None:
             before, kept, dropped = chunks.cut
@@ -499,7 +264,7 @@ def _scan_log(scan: _Scanner, stream: BinaryIO, chunk_size: int) -> Iterator[Dum
                         pos = dump[1]
                         yield dump[0]
                         continue
-                    if not scan.carried and size - pos <= _CARRY_MAX and chunk.find(_MARK, pos, size) < 0:
+                    if not scan.carried and size - pos <= _CARRY_MAX and chunk.find(MLIR_MARK, pos, size) < 0:
                         # The dump runs past this piece: scan it again joined with what follows.
                         scan.carried = True
                         chunks.carry = chunk[pos:size]
@@ -533,15 +298,17 @@ def _open_dump(scan: _Scanner, chunk: bytes, start: int, size: int, damage: str 
     eol = size if eol < 0 else eol + 1
     banner = chunk[start:eol]
     # A second banner glued onto this one: two writers interleaved on one line.
-    glued = banner.find(_MARK, len(_MARK))
+    glued = banner.find(MLIR_MARK, len(MLIR_MARK))
     second = _GLUED.search(banner, banner.find(b"IR Dump ") + 8)
     if second is not None and (glued < 0 or second.start() < glued):
         glued = second.start()
     if glued > 0:
         damage = "banner interleaved with another dump's banner"
-    elif banner.rstrip(b"\r\n").translate(None, _PRINTABLE):
+    elif banner.rstrip(b"\r\n").translate(None, PRINTABLE):
         damage = "the banner holds bytes an IR printer never writes: binary data or other output is mixed in"
-    body_start = llvm_dump.glued_body_start(banner) if glued <= 0 else 0
+    body_start = 0
+    if glued <= 0:
+        body_start = (mlir_dump if banner.startswith(MLIR_MARK) else llvm_dump).glued_body_start(banner)
     if body_start:
         banner = banner[:body_start]  # the rest of the line is the body's first line
     header = scan.headers.parse(banner if glued <= 0 else banner[:glued])
@@ -553,15 +320,15 @@ def _open_dump(scan: _Scanner, chunk: bytes, start: int, size: int, damage: str 
         return eol
     if ambiguous:
         damage = damage or AMBIGUOUS
-    if banner.startswith((b"; *** ", _MARK)):
+    if banner.startswith((b"; *** ", MLIR_MARK)):
         scan.semicolon_banners = True
     if banner.startswith(b"*** ") and (
-        (header.pass_arg is None and scan.semicolon_banners) or banner.rstrip().endswith(b":")
+        (scan.semicolon_banners and llvm_dump.names_its_unit(header)) or banner.rstrip().endswith(b":")
     ):
         # LLVM 15 and older print new-PM banners without "; ". In a log of "; ***" banners (LLVM 16
-        # on) or of MLIR ones (Triton, whose LLVM is newer), a banner without its pass argument is
-        # the tail of a "; *** ... on X ***" banner whose head other output took; a "# *** ...:"
-        # banner ends in ":".
+        # on) or of MLIR ones (Triton, whose LLVM is newer), a new-PM banner ("X on Y") without it is
+        # the tail of a "; *** ... on Y ***" banner whose head other output took; a "# *** ...:"
+        # banner ends in ":". Legacy banners never had "; " (old LLVM's name no pass argument).
         damage = damage or "the banner's head is missing: other output is mixed into it"
     scan.start(header, scan.line, damage)
     if body_start:
@@ -585,9 +352,9 @@ def _fast_mlir(scan: _Scanner, chunk: bytes, pos: int, size: int) -> tuple[Dump,
         mark = end
         while mark < size and chunk[mark] == _NL:
             mark += 1
-        if mark - end >= 2 and chunk.startswith(_MARK, mark) and mark < size and last[2] != BROKEN_BANNER:
+        if mark - end >= 2 and chunk.startswith(MLIR_MARK, mark) and mark < size and last[2] != BROKEN_BANNER:
             return _emit(scan, last, end, mark)
-    mark = chunk.find(_MARK, pos, size)
+    mark = chunk.find(MLIR_MARK, pos, size)
     if mark < 0:
         return None
     end = mark  # the body's end: chunk[end:mark] is two or more newlines
@@ -600,7 +367,7 @@ def _fast_mlir(scan: _Scanner, chunk: bytes, pos: int, size: int) -> tuple[Dump,
         body = chunk[pos:end]
         if body[0] == _NL or body[-1] == _CR or _BLANK_END.search(body):
             return None  # a blank line inside (a CRLF one too) ends the dump there: the general path
-        counted = body.translate(None, _COUNTED)
+        counted = body.translate(None, COUNTED)
         recent = (body, counted.count(b"\n"), body_damage(body, "mlir", counted))
         scan.recent.add(*recent)
     else:
@@ -648,7 +415,7 @@ def _continue_mlir(scan: _Scanner, chunk: bytes, pos: int, size: int):
     blank = _BLANK_END.search(chunk, max(pos - 1, 0), size)
     end = blank.start() if blank else -1
     stop = size if end < 0 else end + 1
-    foreign = chunk.find(_MARK, pos, stop)
+    foreign = chunk.find(MLIR_MARK, pos, stop)
     llvm = _llvm_banner_line(chunk, pos, stop if foreign < 0 else foreign)
     if llvm >= 0:  # an LLVM banner at a line start ends the MLIR dump as an MLIR one does
         foreign = llvm

@@ -7,6 +7,8 @@ A pass in an anonymous namespace, without a registered argument (Triton 3.8):
            // -----// IR Dump Before (anonymous namespace)::VerifyWarpSpecializationPartitions:
            unknown<(anonymous namespace)::VerifyWarpSpecializationPartitions> ('builtin.module' operation) //----- //
 No op:     // -----// IR Dump After CSE (cse) //----- //   (no module scope: the body is the pass's op)
+Glued:     // -----// IR Dump Before X (x) ('builtin.module' operation) //----- //#loc = loc(...)
+           (a pasted dump whose newline after the banner was lost: the rest of the line is the body's)
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ _PASS_HEADER = re.compile(
 # Without module-scope printing (mlir-opt, IREE), the banner names no op: the pass's op is the body.
 _PLAIN_HEADER = re.compile(r"^// -----// IR Dump (Before|After) (.*?) //----- //\s*$")
 _INTERNAL_HEADER = re.compile(r"^// -----// (\S+) internal IR Dump (Before|After):? ?(.*?)\s*$")
+# A banner's trailer with text after it on the same line: the first " //----- //" ends the banner.
+_GLUED_BODY = re.compile(rb"^// -----// IR Dump (?:Before|After) .*? //----- //(?=[^\s])")
 _OLD_DESC = re.compile(r"^(.*?) \(([^()]*)\)$")  # "Inliner (inline)"
 _NEW_DESC = re.compile(r"^(.*?): ([\w.\-]+)(\{.*\})?\s*$")  # "InlinerPass: inline{...}"
 # MLIR names a pass without an argument "unknown<its C++ type name>"; the type name may carry
@@ -49,6 +53,13 @@ def parse_pass_description(desc: str) -> tuple[str, str | None, str | None, bool
     if match:
         return match.group(1), match.group(2), None, failed
     return desc, None, None, failed
+
+
+def glued_body_start(banner: bytes) -> int:
+    """Where the body starts on a banner's own line (its newline lost, as in a pasted log), or 0 when
+    the line holds only the banner."""
+    match = _GLUED_BODY.match(banner)
+    return match.end() if match else 0
 
 
 def parse_header(line: str) -> DumpHeader | None:

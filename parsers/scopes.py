@@ -24,8 +24,10 @@ LEVELS = (MODULE, FUNCTION, LOOP, REGION, MACHINE, OP)
 _LLVM_MODULE_HEADS = (b"; ModuleID", b"source_filename", b"target datalayout", b"target triple")
 _LLVM_FUNCTION_HEADS = (b"; Function Attrs", b"define ", b"declare ")
 _LOOP_HEADS = (b"; Preheader:", b"; Loop:")
-# A basic block's label opens a loop dump without a preheader: "1428:", "for.body:", "\"a b\":".
-_BLOCK_LABEL = re.compile(rb'([-\w.$]+|"[^"\n]*"):(?:\s|$)')
+# A basic block's label opens a loop dump without a preheader: "1428:", "for.body:", "\"a b\":", and
+# an unnamed block as older LLVM (3.9 among them) printed it, "; <label>:1428:" (whose loop dumps
+# are the loop's blocks only).
+_BLOCK_LABEL = re.compile(rb'(?:; <label>:)?([-\w.$]+|"[^"\n]*"):(?:\s|$)')
 _DEFINED = re.compile(rb"define [^@\n]*@(\"[^\"\n]*\"|[-\w.$]+)\(")  # at a line's start: see _defined
 
 
@@ -104,6 +106,7 @@ def loop_damage(body: bytes, last_line: bytes) -> str | None:
 _MODULE_LINE = re.compile(rb'(?:^|\n)(?:module\b|"builtin\.module")')
 # A line at column 0 that is not an alias, a block label (^bb1:) or a closing brace.
 _TOP_OP = re.compile(rb"(?:^|\n)[^\s#!}^]")
+_QUOTED = re.compile(rb'"(?:[^"\\\n]|\\.)*"')  # a string literal, escapes and all
 
 
 def is_mlir_op_body(body: bytes) -> bool:
@@ -127,9 +130,25 @@ def mlir_op_damage(body: bytes) -> str | None:
         return OP_START
     if heads[0].rstrip().endswith(b"{"):
         last = body.rstrip()[body.rstrip().rfind(b"\n") + 1 :]
-        if last != b"}" and not last.startswith(b"#loc"):
+        if not (last.startswith(b"#loc") or _closes_op(last)):
             return OP_END
     return None
+
+
+def _closes_op(line: bytes) -> bool:
+    """Whether a line closes a top-level op's region as a printer ends it: `}` at column 0, then
+    what follows the region on its line, if anything: `) {attrs} : type` in generic form, and the
+    op's location under --mlir-print-debuginfo (`} loc("f.mlir":1:1)`, `} loc(#loc3)`), which
+    closes the line."""
+    if not line.startswith(b"}"):
+        return False
+    at = line.find(b"loc(")
+    if at < 0:
+        return True
+    # A line cut inside the location leaves it unclosed: its brackets (outside strings) do not balance.
+    rest = _QUOTED.sub(b"", line[at:])
+    balanced = rest.count(b"(") == rest.count(b")") and rest.count(b"[") == rest.count(b"]")
+    return balanced and rest.endswith(b")")
 
 
 def level_and_name(header: DumpHeader, body: bytes) -> tuple[str, str | None]:

@@ -278,3 +278,26 @@ def test_llvm_error_right_under_an_llvm_dump_ends_that_dump(tmp_path):
     with gzip.open(fixture, "rt", encoding="utf-8") as log:
         banners = sum(1 for line in log if "IR Dump " in line and line.startswith(("// -----// ", "; *** ", "*** ")))
     assert banners == 187
+
+
+def test_a_failure_inside_a_nested_pipeline_is_one_failed_compilation(tmp_path):
+    """A pass fails inside one that nests a pipeline: "After Inner Failed", then "After Outer Failed".
+    One failed compilation, named by the inner pass, both failed dumps its snapshots (fixture derived
+    from a real Triton 3.8 compile: tests/fixtures/make_nested_failure.py)."""
+    import lzma
+
+    from app.db import Database
+
+    log = tmp_path / "nested_failure.log"
+    log.write_bytes(lzma.decompress((FIXTURES / "nested_failure_derived.log.xz").read_bytes()))
+    banners = log.read_text().count("\n// -----// IR Dump ") + 1
+    database = Database(fresh_db_url(tmp_path))
+    try:
+        run = ingest_paths(database, [log])
+    finally:
+        database.dispose()
+    assert run["damaged"] == 0
+    (compilation,) = run["compilations"]
+    assert (compilation["kernel"], compilation["status"]) == ("matmul_kernel", "failed")
+    assert compilation["failed_pass"] == "TritonGPUPartitionScheduling"
+    assert compilation["snapshots"]["mlir"] + compilation["snapshots"]["internal"] == banners == 35

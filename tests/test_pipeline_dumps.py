@@ -86,6 +86,8 @@ def assert_like_with_like(snapshots: list[Snapshot]) -> None:
         ("opt14_newpm_O2_after_all.log.gz", "after", {"module", "function", "loop"}),
         ("opt14_newpm_O2_before_all.log.gz", "before", {"module", "function", "loop"}),
         ("opt14_legacy_O2_after_all.log.gz", "after", {"module", "function", "loop"}),
+        ("opt14_legacy_bitcode_warning.log.gz", "after", {"module", "function", "loop"}),
+        ("llvm_old_layout_derived.log.gz", "after", {"module", "function", "loop"}),
         ("opt14_newpm_O2_module_scope.log.gz", "after", {"module"}),
         ("llc14_after_all.log.gz", "after", {"module", "function", "loop", "machine"}),
     ],
@@ -171,6 +173,20 @@ def test_an_iree_print_ir_after_all_log_has_one_snapshot_per_banner(db, tmp_path
         assert client.get(f"/runs/{run['run']}/c/1.json").status_code == 200
 
 
+def test_an_iree_log_with_debuginfo_keeps_every_op_dump_whole(db, tmp_path):
+    """--mlir-print-debuginfo: an op printed alone ends with its location, `} loc(...)`."""
+    data = fixture_bytes("iree_matmul_debuginfo.log.gz")
+    banners = len(_MLIR_BANNER.findall(data))
+    run = ingest_log(db, tmp_path, data)
+    assert run["damaged"] == 0 and not run["warnings"]
+    (compilation,) = run["compilations"]
+    assert (compilation["kernel"], compilation["status"]) == ("matmul", "ok")
+    assert compilation["snapshots"] == {"mlir": banners, "internal": 0, "llvm": 0} and banners == 33
+    (snapshots,) = snapshots_of(db, run)
+    assert {s.scope_kind for s in snapshots} == {"module", "function", "op"}
+    assert_like_with_like(snapshots)
+
+
 def test_op_scoped_banners_over_module_bodies_keep_their_scope(db, tmp_path):
     run = ingest_log(db, tmp_path, fixture_bytes("iree_opt_module_scope.log"))
     assert run["damaged"] == 0
@@ -208,3 +224,36 @@ def test_triton38_llvm_dumps_all_kept_with_loops_and_no_pass_manager_lines(db, t
     # What the trace says is kept: passes that ran without a dump, in order.
     traced = [json.loads(s.trace) for s in llvm if s.trace]
     assert any("ModuleInlinerWrapperPass on [module]" in passes for passes in traced)
+
+
+def test_a_fork_running_a_pass_before_the_inliner_is_one_compilation_per_compile(db, tmp_path):
+    """A Triton fork's own first pass (TLX's TritonTLXFixup) starts the compile it runs in; the same
+    kernel compiled again starts again there (fixture derived from a real compile:
+    tests/fixtures/make_fork_first_pass.py)."""
+    data = fixture_bytes("fork_first_pass_derived.log.gz")
+    run = ingest_log(db, tmp_path, data)
+    assert run["damaged"] == 0
+    assert [(c["kernel"], c["status"], c["snapshots"]) for c in run["compilations"]] == [
+        ("add_kernel", "ok", {"mlir": 77, "internal": 2, "llvm": 0}),
+        ("add_kernel", "ok", {"mlir": 77, "internal": 2, "llvm": 0}),
+    ]
+    for snapshots in snapshots_of(db, run):
+        assert [s.pass_name for s in snapshots[:2]] == ["TritonTLXFixup", "InlinerPass"]
+
+
+def test_a_pasted_dump_with_its_first_line_on_the_banner_line_is_a_snapshot_or_damaged(db, tmp_path):
+    """The newline after the banner was lost in the paste: the rest of the banner's line is the body's
+    first line. Whole, it is a snapshot; cut off mid-line, it is counted as damaged. Never lost."""
+    data = fixture_bytes("sm90_add_kernel_dump.log.gz")
+    dump = data[: data.index(b"\n// -----// IR Dump ", 1) + 1]
+    newline = dump.index(b"\n")
+    pasted = dump[:newline] + dump[newline + 1 :]
+    run = ingest_log(db, tmp_path, pasted, "whole.log")
+    assert run["damaged"] == 0
+    (compilation,) = run["compilations"]
+    assert compilation["snapshots"]["mlir"] == 1
+    ((snapshot,),) = snapshots_of(db, run)
+    with db.session() as session:
+        assert BlobReader().get(session, snapshot.blob) == dump[newline + 1 :].rstrip(b"\n")
+    run = ingest_log(db, tmp_path, pasted[: len(pasted) // 2], "cut.log")
+    assert run["damaged"] == 1 and sum(c["snapshots"]["mlir"] for c in run["compilations"]) == 0
