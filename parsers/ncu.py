@@ -43,7 +43,9 @@ def is_source_csv(path: str, head: bytes) -> bool:
 
 
 def is_raw_csv(path: str, head: bytes) -> bool:
-    return head.lstrip(b"\xef\xbb\xbf").startswith(b'"ID","Process ID","Process Name"') and b"launch__" in head
+    # the details page starts alike, then names its "Section Name" column
+    start = head.lstrip(b"\xef\xbb\xbf")
+    return path.endswith(".csv") and start.startswith(b'"ID","Process ID","Process Name"') and b'"Section Name"' not in start[:600]
 
 
 def _number(cell: str) -> float | None:
