@@ -99,8 +99,9 @@ class ProfileCollector:
                           devices=parsed.devices or None, notes=parsed.notes)
             session.add(row)
             session.flush()
+            nearby = _same_folder(path, compilations)
             for kernel in parsed.kernels:
-                compilation, candidates, joined_by = _join(kernel, compilations)
+                compilation, candidates, joined_by = _join(kernel, nearby)
                 session.add(ProfileKernel(
                     profile_pk=row.pk, run_id=run.id, name=kernel.name[:1000], base=kernel.base[:500],
                     count=kernel.count, time_ns=kernel.time_ns, compilation_pk=compilation,
@@ -125,6 +126,18 @@ class ProfileCollector:
 
 def _summary(profile: ParsedProfile) -> str:
     return f"{profile.tool} profile ({profile.mode}): {len(profile.kernels)} kernels, {len(profile.metrics)} metrics"
+
+
+def _same_folder(path: str, compilations: list[Compilation]) -> list[Compilation]:
+    """The compilations whose cache folder lies beside the profile (a capture folder holding several
+    sessions, each with its own cache and profile), else all of them."""
+    folder = posixpath.dirname(path)
+    while folder:
+        near = [c for c in compilations if c.cache_key and c.cache_key.startswith(folder + "/")]
+        if near:
+            return near
+        folder = posixpath.dirname(folder) if "/" in folder else ""
+    return compilations
 
 
 def _join(kernel: Kernel, compilations: list[Compilation]) -> tuple[int | None, list[int], str | None]:
