@@ -177,9 +177,17 @@ class CompilationMetrics:
             if values:
                 return values
         python = self.python_totals(metric)
+        # after USE_IR_LOC=ttgir rewrote the locations, a pass's loc names the cached .ttgir's line
+        ir_file = kernel.ir_file
         for number, loc in enumerate(locs, start=1):
-            if loc is not None and (loc.file, loc.line) in python:
-                values[number] = python[(loc.file, loc.line)]
+            if loc is None:
+                continue
+            if loc.file == ir_file:
+                value = kernel.ir.get(loc.line, {}).get(metric)
+            else:
+                value = python.get((loc.file, loc.line))
+            if value:
+                values[number] = value
         return values
 
     def _ttgir_blob(self) -> str | None:
