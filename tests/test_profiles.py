@@ -131,3 +131,32 @@ def test_metrics_reach_every_pass_and_the_ttgir_file(proton_site):
     assert {"ttir", "ttgir"} <= stages
     html = client.get(compilation["snapshots"][-1]["url"]).text
     assert 'id="ir-heat"' in html and "heat.js" in html
+
+
+def test_compare_shows_where_the_faster_config_saves_samples(proton_site):
+    """pcsampling_ttgir launched matmul_kernel config 0 (128x64, the faster in the autotuner's own
+    timings) and config 2 (128x256, spills) under one name; their TTGIR lines' cache hashes tell
+    them apart. The compare page shows both sides per Python line, from the hatchet file's lines."""
+    client, run = proton_site
+    page = client.get(run["url"] + ".json").json()
+    (profile,) = [p for p in page["profiles"] if p["path"].endswith("pcsampling_ttgir/profile.hatchet")]
+    urls = next(k for k in profile["kernels"] if k["name"].startswith("matmul_kernel"))["candidates"]
+    shared = [client.get(url + ".json").json()["shared"] for url in urls]  # BLOCK_N via shared memory
+    small, large = (urls if shared[0] < shared[1] else urls[::-1])
+    spec = f"{small.split('/')[2]}-{small.rsplit('/', 1)[-1]}..{large.split('/')[2]}-{large.rsplit('/', 1)[-1]}"
+    hot = client.get(f"/compare/{spec}.json?metric=num_samples").json()["hot_lines"]
+    data = json.loads(_member("proton.tar.xz", "proton/pcsampling_ttgir/profile.hatchet"))
+    per_hash: dict[str, int] = {}
+    for scope in data[0]["children"]:
+        for kernel in scope["children"]:
+            for line in kernel.get("children", []):
+                folder = line["frame"]["name"].split("/")[-2]
+                per_hash[folder] = per_hash.get(folder, 0) + line["metrics"].get("num_samples", 0)
+    a_hash = client.get(small + ".json").json()["cache"].rstrip("/").rsplit("/", 1)[-1]
+    b_hash = client.get(large + ".json").json()["cache"].rstrip("/").rsplit("/", 1)[-1]
+    # each side's Python lines plus its TTGIR lines without a loc (its unattributed part: the
+    # kernel frame holds no samples) are the samples of its cache hash's lines
+    lost = [client.get(url + ".json?metric=num_samples").json()["hot_lines"]["unattributed"] for url in (small, large)]
+    assert (hot["a_total"] + lost[0], hot["b_total"] + lost[1]) == (per_hash[a_hash], per_hash[b_hash])
+    assert hot["b_total"] > hot["a_total"] and hot["lines"][0]["diff"] > 0
+    assert "Hot lines" in client.get(f"/compare/{spec}").text

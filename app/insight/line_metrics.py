@@ -14,7 +14,7 @@ from app.insight.profile_metrics import compilation_metrics
 from app.store.models import Compilation
 from app.urls import Urls
 
-__all__ = ["hot_lines_fields", "line_metric_fields"]
+__all__ = ["compare_hot_lines", "hot_lines_fields", "line_metric_fields"]
 
 
 def hot_lines_fields(session: Session, compilation: Compilation, urls: Urls, wanted: str | None,
@@ -62,3 +62,25 @@ def line_metric_fields(session: Session, compilation: Compilation, rendered: ren
         "total": fields["total"],
     }
     return {"metrics": fields, "heat_json": json.dumps(heat).replace("</", "<\\/")}
+
+
+def compare_hot_lines(session: Session, a: Compilation, b: Compilation, urls: Urls, wanted: str | None,
+                      limit: int = 20) -> dict[str, Any] | None:
+    """The compare page's `hot_lines`: A's and B's per-Python-line totals of one metric side by side,
+    the union of both sides' top lines, with B - A (negative: B spends less there)."""
+    left, right = compilation_metrics(session, a), compilation_metrics(session, b)
+    names = [item["name"] for item in left.metrics() if item["name"] in {m["name"] for m in right.metrics()}]
+    if not names:
+        return None
+    metric = wanted if wanted in names else names[0]
+    totals = left.python_totals(metric), right.python_totals(metric)
+    top = sorted(set(totals[0]) | set(totals[1]), key=lambda key: -max(totals[0].get(key, 0), totals[1].get(key, 0)))
+    rows = []
+    for file, line in top[:limit]:
+        va, vb = totals[0].get((file, line), 0), totals[1].get((file, line), 0)
+        rows.append({"file": file, "line": line, "name": render.basename(file), "a": va, "b": vb, "diff": vb - va,
+                     "a_url": urls.source_map(a.run_id, a.ordinal, file, line),
+                     "b_url": urls.source_map(b.run_id, b.ordinal, file, line)})
+    sums = [sum(side.values()) for side in totals]
+    return {"metric": next(m for m in left.metrics() if m["name"] == metric), "available": names,
+            "lines": rows, "a_total": sums[0], "b_total": sums[1], "diff": sums[1] - sums[0]}
