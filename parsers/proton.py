@@ -139,7 +139,7 @@ def _walk(node: _Node, scope: str, out: list[Kernel]) -> None:
 
 
 def _mode(kernels: list[Kernel], names: set[str]) -> str:
-    if any(name.startswith("num_samples") or name.startswith("stalled_") for name in names):
+    if any(name.startswith(("num_samples", "stalled_")) for name in names):
         return "pcsampling"
     if "cycles" in names or any(kernel.regions for kernel in kernels):
         return "instrumentation"

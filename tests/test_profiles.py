@@ -8,7 +8,6 @@ import csv
 import io
 import json
 import tarfile
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -56,7 +55,7 @@ def test_proton_totals_match_the_tree(mode):
 
 def test_ncu_source_csv_totals_and_lines():
     data = _member("ncu.tar.xz", "ncu/source_sass.csv")
-    expected, current = [], None
+    expected = []
     for row in csv.reader(io.StringIO(data.decode())):
         if row[:1] == ["Kernel Name"]:
             expected.append([row[1], 0])
@@ -160,3 +159,27 @@ def test_compare_shows_where_the_faster_config_saves_samples(proton_site):
     assert (hot["a_total"] + lost[0], hot["b_total"] + lost[1]) == (per_hash[a_hash], per_hash[b_hash])
     assert hot["b_total"] > hot["a_total"] and hot["lines"][0]["diff"] > 0
     assert "Hot lines" in client.get(f"/compare/{spec}").text
+
+
+def test_capture_profile_boot_starts_proton_and_the_profile_is_ingested(tmp_path):
+    """`irlens capture --profile`: the child imports the boot sitecustomize (checked without a GPU
+    through a stand-in triton.profiler that records its calls), and the hatchet it leaves is kept."""
+    import os
+    import subprocess
+    import sys
+
+    from app.ingest.profile_boot import profile_environment
+
+    fake = tmp_path / "fake" / "triton" / "profiler"
+    fake.mkdir(parents=True)
+    (fake.parent / "__init__.py").write_text("")
+    (fake / "__init__.py").write_text(
+        "import sys\ndef start(path, hook=None, mode=None):\n"
+        "    if mode: raise RuntimeError('no CUPTI PC sampling here')\n"
+        "    open(path + '.hatchet', 'w').write('[{\"frame\": {\"name\": \"ROOT\"}, \"metrics\": {}, \"children\": []}, {}]')\n"
+        "def finalize(): pass\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "fake"))
+    hatchet = profile_environment(env, tmp_path)
+    done = subprocess.run([sys.executable, "-c", "pass"], env=env, capture_output=True, text=True, check=True)
+    assert "Proton, default (kernel times; PC sampling unavailable: no CUPTI PC sampling here) mode" in done.stderr
+    assert hatchet.is_file() and proton.parse_hatchet(hatchet.read_bytes()).kernels == []

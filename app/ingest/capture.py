@@ -27,6 +27,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.ingest.profile_boot import profile_environment
+
 CHUNK = 1 << 16
 SCAN_BLOCK = 1 << 20
 SCAN_OVERLAP = 4096  # a loc() path longer than this straddling two blocks is missed
@@ -57,7 +59,8 @@ class Captured:
         paths = [str(self.log)] if self.log.stat().st_size else []
         if self.cache.is_dir() and any(self.cache.iterdir()):
             paths.append(str(self.cache))
-        return paths + self.sources
+        profile = self.folder / "profile.hatchet"
+        return paths + ([str(profile)] if profile.is_file() else []) + self.sources
 
 
 def capture_environment(base: dict[str, str], cache: Path, llvm: bool, timing: bool) -> dict[str, str]:
@@ -98,13 +101,15 @@ def _write_all(fd: int, data: bytes) -> bool:
 
 
 def run_program(command: Sequence[str], *, llvm: bool = False, timing: bool = False,
-                terminal_fd: int = 2) -> Captured:
+                terminal_fd: int = 2, profile: bool = False) -> Captured:
     """Run ``command``, copying its stderr to ``terminal_fd`` and to a log file in a new temporary
     folder, and wait for it. Raises OSError when the program cannot be started."""
     folder = Path(tempfile.mkdtemp(prefix="irlens-capture-"))
     log, cache = folder / "capture.log", folder / "triton-cache"
     cache.mkdir()
     env = capture_environment(dict(os.environ), cache, llvm, timing)
+    if profile:
+        profile_environment(env, folder)  # the profile lands in `folder`, found by Captured.paths
     interrupted = False
     forward = not _keyboard_reaches_child()
     with open(log, "wb") as log_file:

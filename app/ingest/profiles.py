@@ -163,9 +163,7 @@ def _launch_fits(compilation: Compilation, launch: dict) -> bool:
     if block is not None and compilation.num_warps is not None and compilation.num_warps * 32 != block:
         return False
     shared = launch.get("shared_dynamic")
-    if shared is not None and compilation.shared is not None and compilation.shared != shared:
-        return False
-    return True
+    return shared is None or compilation.shared is None or compilation.shared == shared
 
 
 def _data(kernel: Kernel) -> dict:
