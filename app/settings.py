@@ -40,6 +40,11 @@ class Settings(BaseSettings):
         8 << 30, description="Most bytes an upload may expand to once archives are unpacked (bomb guard)."
     )
     max_files: int = Field(100_000, description="Most files an upload may contain, archives included.")
+    max_profile_bytes: int = Field(
+        256 << 20,
+        description="Largest profile file read (Proton .hatchet JSON, Nsight Compute CSV or .ncu-rep), in bytes: a "
+        "profile is parsed whole, so a bigger one is kept as a file, not read, and a warning names it.",
+    )
     ingest_timeout_seconds: float = Field(
         1800,
         description="Longest an upload or `irlens ingest` may spend reading its inputs, in seconds; past it "
@@ -100,6 +105,7 @@ class Settings(BaseSettings):
         return Limits(
             max_total_bytes=self.max_expanded_bytes,
             max_files=self.max_files,
+            max_profile_bytes=self.max_profile_bytes,
             timeout_seconds=self.ingest_timeout_seconds or None,
         )
 

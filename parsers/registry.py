@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from parsers import cache, tritonparse
+from parsers import cache, ncu, proton, tritonparse
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,22 @@ FORMATS: list[InputFormat] = [
         "tritonparse",
         "tritonparse trace: raw or parsed NDJSON (.ndjson, .ndjson.gz, .bin.ndjson of gzip members or zstd frames)",
         tritonparse.is_trace,
+    ),
+    InputFormat(
+        "profile",
+        "Profile with per-line metrics: Proton's Hatchet JSON (.hatchet), an Nsight Compute report (.ncu-rep) or its "
+        "source page as CSV (ncu -i r.ncu-rep --page source --csv --print-source cuda,sass)",
+        lambda path, head: proton.is_hatchet(path, head) or path.endswith(".ncu-rep") or ncu.is_source_csv(path, head),
+    ),
+    InputFormat(
+        "profile-launches",
+        "Nsight Compute raw page as CSV (--page raw --csv): each profiled kernel's launch, to join it to its compilation",
+        ncu.is_raw_csv,
+    ),
+    InputFormat(
+        "ignored",
+        "Not read: other CSV exports (ncu's details, summary, session pages, source without metrics)",
+        lambda path, head: path.endswith(".csv"),
     ),
     InputFormat(
         "ignored",

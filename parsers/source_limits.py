@@ -24,6 +24,7 @@ class Limits:
     max_files: int = 100_000  # files yielded plus entries skipped
     max_ratio: int = 1000  # uncompressed/compressed ratio of a bomb (enforced once output > 64 MB)
     max_depth: int = 3  # nesting of archives inside archives
+    max_profile_bytes: int = 256 << 20  # a profile is parsed whole: larger ones are refused (app settings)
     # Wall-clock seconds for one walk (the app's ingest_timeout_seconds); None: no limit. Checked
     # cooperatively, each time bytes are read or a file is counted, so a slow parse between two reads
     # overruns it by that parse's time at most.

@@ -28,6 +28,8 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from app.ingest.profile_boot import profile_environment
 from typing import BinaryIO
 
 CHUNK = 1 << 16
@@ -66,7 +68,8 @@ class Captured:
             return []
         if self.stdout is not None and self.stdout.stat().st_size:
             paths.insert(1 if self.log.stat().st_size else 0, str(self.stdout))
-        return paths + self.sources
+        profile = self.log.parent / "profile.hatchet"  # written by `--profile` (app/ingest/profile_boot.py)
+        return paths + ([str(profile)] if profile.is_file() else []) + self.sources
 
 
 def capture_environment(base: dict[str, str], cache: Path, llvm: bool, timing: bool) -> dict[str, str]:
@@ -124,7 +127,7 @@ def _copy(pipe: int, file: BinaryIO, terminal_fd: int) -> None:
 
 
 def run_program(command: Sequence[str], *, llvm: bool = False, timing: bool = False,
-                terminal_fd: int = 2, stdout_fd: int = 1) -> Captured:
+                terminal_fd: int = 2, stdout_fd: int = 1, profile: bool = False) -> Captured:
     """Run ``command``, copying its stderr to ``terminal_fd`` and its stdout to ``stdout_fd``, each
     also to a file in a new temporary folder, and wait for it. Raises OSError when the program
     cannot be started."""
@@ -132,6 +135,8 @@ def run_program(command: Sequence[str], *, llvm: bool = False, timing: bool = Fa
     log, cache, out = folder / "capture.log", folder / "triton-cache", folder / "stdout.txt"
     cache.mkdir()
     env = capture_environment(dict(os.environ), cache, llvm, timing)
+    if profile:
+        profile_environment(env, folder)  # the profile lands in `folder`, found by Captured.paths
     interrupted = False
     forward = not _keyboard_reaches_child()
     with open(log, "wb") as log_file, open(out, "wb") as out_file:

@@ -22,6 +22,7 @@ from app.ingest.disassembler import Disassembler
 from app.ingest.file_streams import PrefixedStream, drain, read_small
 from app.ingest.log_prescan import LogPrescan
 from app.ingest.log_reader import LogReader
+from app.ingest.profiles import ProfileCollector
 from app.ingest.run_writer import RunWriter
 from app.ingest.state import IngestError, IngestState
 from app.ingest.traces import TraceCollector
@@ -36,7 +37,7 @@ __all__ = ["Ingest", "IngestError", "new_run_id"]
 
 HEAD_BYTES = 8192
 Progress = Callable[[str, int], None]
-_KEPT_ROLES = {"log", "tritonparse", "source", "cache-group", "cache-stage", "cache-binary", "cache-metadata"}
+_KEPT_ROLES = {"log", "tritonparse", "source", "cache-group", "cache-stage", "cache-binary", "cache-metadata", "profile"}
 MAX_REASONS = 10  # files named in the error for an upload with nothing to ingest
 
 
@@ -71,6 +72,7 @@ class Ingest:
         self.logs = LogReader(self.state, lambda: self.state.bytes_read, prescan)
         self.cache_files = CacheFiles(self.state, disassembler)
         self.traces = TraceCollector(self.blobs, self.state.problem)
+        self.profiles = ProfileCollector(self.state, self.limits.max_profile_bytes)
 
     # -- entry point -----------------------------------------------------------
     def ingest(self, inputs: Iterable) -> Run:
@@ -99,6 +101,7 @@ class Ingest:
         self.cache_files.collect_sass()
         self.cache_files.check()
         RunWriter(self.state, self.cache_files.folders, self.traces).write()
+        self.profiles.write()
         return self.run
 
     def _check_something_ingested(self) -> None:
@@ -139,6 +142,8 @@ class Ingest:
                 record["size"] = state.bytes_read - start
             elif role.startswith("cache-"):
                 record["role"], record["size"] = self.cache_files.read(input_file.path, role, stream)
+            elif role.startswith("profile"):
+                record["size"], record["note"] = self.profiles.read(input_file.path, role, stream)
             elif role == "source":
                 data = read_small(stream, input_file.path)
                 record["size"] = len(data)

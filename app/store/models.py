@@ -476,3 +476,39 @@ class CompilationTerm(Base):
     first_index: Mapped[int] = mapped_column(Integer)
     last_index: Mapped[int] = mapped_column(Integer)
     __table_args__ = ({"sqlite_with_rowid": False},)
+
+
+class Profile(Base):
+    """A profiler's output file uploaded with the run (Proton Hatchet JSON, Nsight Compute report
+    or source-page CSV; parsers/proton.py, parsers/ncu.py): which metrics it holds, and what they mean."""
+
+    __tablename__ = "profiles"
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    path: Mapped[str] = mapped_column(String(1000))
+    tool: Mapped[str] = mapped_column(String(16))  # "proton" | "ncu"
+    mode: Mapped[str] = mapped_column(String(32))  # proton: timing | pcsampling | instrumentation; ncu: source | report
+    metrics: Mapped[list] = mapped_column(JSON, default=list)  # [{name, unit, description}]
+    devices: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    notes: Mapped[list] = mapped_column(JSON, default=list)
+
+
+class ProfileKernel(Base):
+    """One kernel of a profile, with its totals and, compressed, its per-line and per-instruction
+    metrics (`data`: {"lines": [[kind, file, line, {metric: value}]], "sass": [[offset, address,
+    text, file, line, {metric: value}]], "regions": {name: {...}}, "unattributed": {...}}).
+    `compilation_pk`: the one compilation it joins; `candidates`: every compilation it may be."""
+
+    __tablename__ = "profile_kernels"
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    profile_pk: Mapped[int] = mapped_column(ForeignKey("profiles.pk", ondelete="CASCADE"), index=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(1000))
+    base: Mapped[str] = mapped_column(String(500))
+    count: Mapped[int | None] = mapped_column(Integer)
+    time_ns: Mapped[float | None] = mapped_column(Float)
+    compilation_pk: Mapped[int | None] = mapped_column(ForeignKey("compilations.pk", ondelete="SET NULL"))
+    candidates: Mapped[list] = mapped_column(JSON, default=list)
+    joined_by: Mapped[str | None] = mapped_column(String(32))  # "hash" | "launch" | "name"
+    totals: Mapped[dict] = mapped_column(JSON, default=dict)
+    data: Mapped[dict] = mapped_column(ZippedJSON)

@@ -31,6 +31,8 @@ from app.store.models import (
     LineIndex,
     LineIndexPack,
     Problem,
+    Profile,
+    ProfileKernel,
     Run,
     Snapshot,
     Source,
@@ -81,6 +83,9 @@ def run_blobs(session: Session, run_id: str) -> set[str]:
 def _delete_rows(session: Session, run_id: str) -> None:
     """A run's rows, children first (so it works with or without ON DELETE CASCADE)."""
     compilations = select(Compilation.pk).where(Compilation.run_id == run_id).scalar_subquery()
+    profiles = select(Profile.pk).where(Profile.run_id == run_id).scalar_subquery()
+    session.execute(delete(ProfileKernel).where(ProfileKernel.profile_pk.in_(profiles)))
+    session.execute(delete(Profile).where(Profile.run_id == run_id))
     for model in (Snapshot, Artifact, Timing, Launch, CompilationTerm):
         session.execute(delete(model).where(model.compilation_pk.in_(compilations)))
     for model in (Diagnostic, Compilation, Source, InputRecord, Problem):

@@ -33,6 +33,7 @@ from app.insight.comparisons import (
     pair_dicts,
     side_info,
 )
+from app.insight.line_metrics import compare_hot_lines
 from app.insight.pass_alignment import (
     Effect,
     Move,
@@ -323,6 +324,7 @@ def compare_page(request: Request, spec: str, session: SessionDep, urls: UrlsDep
         return _not_found(request, urls, missing.message, wants_json)
     options = parse_compare_options(request)
     data = page_data(session, a, b, options, urls)
+    data["hot_lines"] = compare_hot_lines(session, a.compilation, b.compilation, urls, request.query_params.get("metric"))
     runs = (a.compilation.run_id, b.compilation.run_id)
     json_url = _json_url(request, urls)
     headers = {"Vary": "HX-Request", "Link": f'<{json_url}>; rel="alternate"; type="application/json"'}

@@ -19,6 +19,7 @@ from app.insight import precompute as map_prep
 from app.insight.autotune import annotate_variants, run_autotune
 from app.insight.comparisons import run_variants
 from app.insight.page_data import input_records, recent_runs, run_summary
+from app.insight.profile_metrics import run_profiles
 from app.store.blobs import ZSTD_CODECS, BlobReader, blob_row
 from app.store.models import Blob, Compilation, InputRecord, Run, Snapshot
 from app.urls import Urls
@@ -286,6 +287,7 @@ def run_page(request: Request, run_id: str, session: SessionDep, urls: UrlsDep):
     data["variants"] = run_variants(session, run, urls)  # kernels compiled more than once (autotune)
     data["autotune"] = run_autotune(session, run, urls)
     annotate_variants(session, run, data["variants"], data["autotune"])
+    data["profiles"] = run_profiles(session, run.id, urls)
     if not wants_json(request):
         # Inline excerpts of the logs' non-IR text; the JSON gives their URLs instead.
         text_blobs = {

@@ -23,6 +23,7 @@ from app.highlight.hwops import GROUPS
 from app.insight.comparisons import compare_candidates
 from app.insight.compilation_data import compilation_data
 from app.insight.launches import launch_page_cells
+from app.insight.line_metrics import hot_lines_fields, line_metric_fields
 from app.insight.page_data import artifact_sort_key, snapshot_dict
 from app.insight.pass_charts import chart_svgs
 from app.insight.source_map import pass_indexes
@@ -103,6 +104,7 @@ def compilation_page(request: Request, run_id: str, ordinal: str, session: Sessi
     data = compilation_data(session, compilation, urls)
     visible = visible_runs(identify(request), request.app.state.settings)  # other runs: those the reader may list
     data["compare_with"] = compare_candidates(session, compilation, urls, visible)
+    data.update(hot_lines_fields(session, compilation, urls, request.query_params.get("metric")))
     if not wants_json(request):
         # the op columns worth showing: groups some snapshot of this compilation uses
         present = [group for group in GROUPS if any(row["ops"].get(group.key) for row in data["snapshots"])]
@@ -185,6 +187,7 @@ def _ir_response(
     """A snapshot or cache-file page: `data` plus the IR's fields and first lines, kept in the page cache."""
     data.update(_compilation_context(compilation, urls))
     data.update(_ir_fields(session, compilation, rendered, load_text, urls, full=wants_json(request)))
+    data.update(line_metric_fields(session, compilation, rendered, load_text, data, request.query_params.get("metric")))
     if not wants_json(request):
         data["page"] = _ir_page(session, compilation, rendered, urls, lines_url, _show_all(request))
     response = respond(request, "snapshot.html", data, headers=render.cache_headers(tag))

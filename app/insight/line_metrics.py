@@ -1,0 +1,86 @@
+"""Profile metrics for the pages: the compilation page's hot lines, and per line of an IR page (a
+pass snapshot or a cached file) the chosen metric, with what the heat gutter script needs.
+The numbers come from app/insight/profile_metrics.py; this module only shapes them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app import render
+from app.insight.profile_metrics import compilation_metrics
+from app.store.models import Compilation
+from app.urls import Urls
+
+__all__ = ["compare_hot_lines", "hot_lines_fields", "line_metric_fields"]
+
+
+def hot_lines_fields(session: Session, compilation: Compilation, urls: Urls, wanted: str | None,
+                     snapshot: int | None = None) -> dict[str, Any]:
+    """`hot_lines` of the compilation JSON (null without a profile), and the metrics to choose from."""
+    metrics = compilation_metrics(session, compilation)
+    metric = metrics.choose(wanted)
+    if metric is None:
+        return {"hot_lines": None}
+    hot = metrics.hot_lines(metric, urls, snapshot)
+    hot["available"] = metrics.metrics()
+    return {"hot_lines": hot}
+
+
+def line_metric_fields(session: Session, compilation: Compilation, rendered: render.Analysis,
+                       load_text: render.TextLoader, data: dict[str, Any], wanted: str | None) -> dict[str, Any]:
+    """`metrics` of a snapshot's or file's JSON: the chosen metric per IR line (direct where the
+    profile names this text's lines or instructions, else its Python line's total), per Python
+    line, and the metrics to choose from. The page gets them as `heat_json` for its gutter."""
+    metrics = compilation_metrics(session, compilation)
+    metric = metrics.choose(wanted)
+    if metric is None:
+        return {"metrics": None}
+    digest = rendered.key[0] if rendered.key else None
+    lines = rendered.raw_lines if rendered.kind == "sass" else None
+    values = metrics.line_values(metric, rendered.locs, rendered.kind, digest, lines)
+    python = metrics.python_totals(metric)
+    kernel = metrics.kernel_for(metric)
+    info = next(item for item in metrics.metrics() if item["name"] == metric)
+    fields = {
+        "metric": info,
+        "available": metrics.metrics(),
+        "kernel": kernel.row.name if kernel else None,
+        "shared": kernel.shared if kernel else False,
+        "total": kernel.row.totals.get(metric, 0) if kernel else 0,
+        "lines": [{"line": number, "value": value} for number, value in sorted(values.items())],
+        "python": [{"file": file, "line": line, "value": value} for (file, line), value in sorted(python.items())],
+    }
+    file_index = rendered.file_index
+    heat = {
+        "metric": metric, "unit": info["unit"], "max": max(values.values(), default=0),
+        "lines": {str(number): value for number, value in values.items()},
+        # per source pane (its index among the IR's loc files) and line, for the Python pane
+        "python": {f"{file_index[file]}:{line}": value for (file, line), value in python.items() if file in file_index},
+        "total": fields["total"],
+    }
+    return {"metrics": fields, "heat_json": json.dumps(heat).replace("</", "<\\/")}
+
+
+def compare_hot_lines(session: Session, a: Compilation, b: Compilation, urls: Urls, wanted: str | None,
+                      limit: int = 20) -> dict[str, Any] | None:
+    """The compare page's `hot_lines`: A's and B's per-Python-line totals of one metric side by side,
+    the union of both sides' top lines, with B - A (negative: B spends less there)."""
+    left, right = compilation_metrics(session, a), compilation_metrics(session, b)
+    names = [item["name"] for item in left.metrics() if item["name"] in {m["name"] for m in right.metrics()}]
+    if not names:
+        return None
+    metric = wanted if wanted in names else names[0]
+    totals = left.python_totals(metric), right.python_totals(metric)
+    top = sorted(set(totals[0]) | set(totals[1]), key=lambda key: -max(totals[0].get(key, 0), totals[1].get(key, 0)))
+    rows = []
+    for file, line in top[:limit]:
+        va, vb = totals[0].get((file, line), 0), totals[1].get((file, line), 0)
+        rows.append({"file": file, "line": line, "name": render.basename(file), "a": va, "b": vb, "diff": vb - va,
+                     "a_url": urls.source_map(a.run_id, a.ordinal, file, line),
+                     "b_url": urls.source_map(b.run_id, b.ordinal, file, line)})
+    sums = [sum(side.values()) for side in totals]
+    return {"metric": next(m for m in left.metrics() if m["name"] == metric), "available": names,
+            "lines": rows, "a_total": sums[0], "b_total": sums[1], "diff": sums[1] - sums[0]}

@@ -1,0 +1,38 @@
+/* Heat gutter: colours each IR line (#L{n}) and Python source row by the chosen profile metric,
+ * from the #ir-heat data island; lines loaded later (scrolling) are painted as they arrive. */
+(function () {
+  'use strict';
+  var island = document.getElementById('ir-heat');
+  if (!island) return;
+  var heat = JSON.parse(island.textContent);
+  var max = heat.max || 1;
+  function fmt(v) { return v >= 100 ? Math.round(v).toLocaleString() : String(Math.round(v * 100) / 100); }
+  function paint(root) {
+    Object.keys(heat.lines).forEach(function (n) {
+      var line = (root || document).querySelector('#L' + n);
+      if (!line || line.dataset.heat) return;
+      var v = heat.lines[n];
+      line.dataset.heat = v;
+      line.style.setProperty('--heat', Math.max(0.08, v / max).toFixed(3));
+      line.classList.add('hot');
+      var nr = line.querySelector('.nr');
+      if (nr) nr.title = heat.metric + ': ' + fmt(v) + (heat.unit ? ' ' + heat.unit : '') +
+        (heat.total ? ' (' + (100 * v / heat.total).toFixed(1) + '% of the kernel)' : '');
+    });
+    var pmax = 0;
+    Object.keys(heat.python).forEach(function (k) { pmax = Math.max(pmax, heat.python[k]); });
+    document.querySelectorAll('.src-file').forEach(function (pane) {
+      pane.querySelectorAll('.pl[data-l]').forEach(function (row) {
+        var v = heat.python[pane.dataset.file + ':' + row.dataset.l];
+        if (v === undefined || row.dataset.heat) return;
+        row.dataset.heat = v;
+        row.style.setProperty('--heat', Math.max(0.08, v / (pmax || 1)).toFixed(3));
+        row.classList.add('hot');
+        row.title = heat.metric + ': ' + fmt(v) + (heat.total ? ' (' + (100 * v / heat.total).toFixed(1) + '%)' : '');
+      });
+    });
+  }
+  paint(document);
+  var ir = document.getElementById('ir');
+  if (ir && window.MutationObserver) new MutationObserver(function () { paint(document); }).observe(ir, { childList: true, subtree: true });
+})();

@@ -1,0 +1,185 @@
+"""Profiles (issue 27): the real Proton and Nsight Compute captures of tests/fixtures/gpu_runs ingest,
+and the metrics the pages show add up to the totals read straight from the files, here, with a few
+lines of JSON and CSV walking of their own."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import tarfile
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.settings import Settings
+from app.web.app import create_app
+from parsers import ncu, proton
+from tests.conftest import FIXTURES, fresh_db_url, ingest_paths
+
+GPU = FIXTURES / "gpu_runs"
+
+
+def _member(archive: str, name: str) -> bytes:
+    with tarfile.open(GPU / archive) as tar:
+        return tar.extractfile(name).read()
+
+
+def _hatchet_totals(data: bytes, metric: str) -> dict[str, float]:
+    """Kernel frame name -> the metric summed over its subtree, every scope together."""
+    tree = json.loads(data)[0]
+    totals: dict[str, float] = {}
+
+    def subtree(node) -> float:
+        return node.get("metrics", {}).get(metric, 0) + sum(subtree(child) for child in node.get("children", []))
+
+    for scope in tree["children"]:
+        for kernel in scope["children"]:
+            totals[kernel["frame"]["name"]] = totals.get(kernel["frame"]["name"], 0) + subtree(kernel)
+    return totals
+
+
+@pytest.mark.parametrize("mode", ["pcsampling", "pcsampling_ttgir", "timing"])
+def test_proton_totals_match_the_tree(mode):
+    data = _member("proton.tar.xz", f"proton/{mode}/profile.hatchet")
+    profile = proton.parse_hatchet(data)
+    metric = "time (ns)" if mode == "timing" else "num_samples"
+    expected = _hatchet_totals(data, metric)
+    got = {kernel.name: kernel.totals.get(metric, 0) for kernel in profile.kernels}
+    assert got == expected
+    for kernel in profile.kernels:  # lines + what no line holds = the total, for every metric
+        for name, total in kernel.totals.items():
+            lines = sum(metrics.get(name, 0) for metrics in kernel.lines.values())
+            assert lines + kernel.unattributed.get(name, 0) == pytest.approx(total)
+
+
+def test_ncu_source_csv_totals_and_lines():
+    data = _member("ncu.tar.xz", "ncu/source_sass.csv")
+    expected = []
+    for row in csv.reader(io.StringIO(data.decode())):
+        if row[:1] == ["Kernel Name"]:
+            expected.append([row[1], 0])
+        elif row and row[0].startswith("0x"):
+            expected[-1][1] += int(row[2])  # "Warp Stall Sampling (All Samples)"
+    parsed = ncu.parse_source_csv(data)
+    assert [[k.name, k.totals["Warp Stall Sampling (All Samples)"]] for k in parsed.kernels] == expected
+    by_line = ncu.parse_source_csv(_member("ncu.tar.xz", "ncu/source_cuda_sass.csv"))
+    for kernel, (_name, total) in zip(by_line.kernels, expected, strict=True):
+        assert sum(m.get("Warp Stall Sampling (All Samples)", 0) for m in kernel.lines.values()) == total
+
+
+@pytest.fixture(scope="module")
+def proton_site(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("profiles")
+    url = fresh_db_url(tmp)
+    from app.store.db import Database
+
+    database = Database(url)
+    broken = tmp / "joined.hatchet"  # two profiles pasted together: not one JSON document
+    broken.write_bytes(b'[{"frame": {"name": "ROOT"}}]\n[{"frame": {"name": "ROOT"}}]')
+    run = ingest_paths(database, [GPU / "proton.tar.xz", broken])
+    database.dispose()
+    client = TestClient(create_app(Settings(db_url=url, load_demo=False), background=False))
+    return client, run
+
+
+def test_unreadable_profile_is_named_and_the_rest_ingests(proton_site):
+    client, run = proton_site
+    page = client.get(run["url"] + ".json").json()
+    paths = [profile["path"] for profile in page["profiles"]]
+    assert not any(path.endswith("joined.hatchet") for path in paths) and len(paths) == 5
+    warnings = [p for p in page["warnings"] if (p.get("path") or "").endswith("joined.hatchet")]
+    assert warnings and "not valid JSON" in warnings[0]["message"]
+
+
+def test_hot_lines_conserve_the_profile_total(proton_site):
+    client, run = proton_site
+    data = _member("proton.tar.xz", "proton/pcsampling_ttgir/profile.hatchet")
+    expected = _hatchet_totals(data, "num_samples")
+    page = client.get(run["url"] + ".json").json()
+    (profile,) = [p for p in page["profiles"] if p["path"].endswith("pcsampling_ttgir/profile.hatchet")]
+    joined = [k for k in profile["kernels"] if k["candidates"]]
+    assert {k["name"] for k in joined} == {n for n in expected if n.startswith(("matmul", "attn"))}
+    seen = 0
+    for kernel in joined:
+        parts = 0
+        for url in kernel["candidates"]:
+            hot = client.get(url + ".json?metric=num_samples").json()["hot_lines"]
+            assert hot["total"] == expected[kernel["name"]]
+            lines = sum(row["value"] for row in hot["lines"]) + hot["other_lines"]["value"]
+            assert lines + hot["unattributed"] + hot["other_compilations"] == pytest.approx(hot["total"])
+            parts += lines + hot["unattributed"]
+            seen += 1
+        # the kernel frame holds no samples of its own, so the compilations of one kernel (split by
+        # the cache hash of its TTGIR lines) share its samples out exactly
+        assert parts == pytest.approx(expected[kernel["name"]])
+    assert seen == 4  # attn_fwd_tma, matmul_tma_devdesc, matmul_kernel's two configs
+
+
+def test_metrics_reach_every_pass_and_the_ttgir_file(proton_site):
+    client, run = proton_site
+    page = client.get(run["url"] + ".json").json()
+    (profile,) = [p for p in page["profiles"] if p["path"].endswith("pcsampling_ttgir/profile.hatchet")]
+    url = next(k for k in profile["kernels"] if k["name"] == "matmul_tma_devdesc")["compilation"]
+    compilation = client.get(url + ".json").json()
+    stages = set()
+    for snapshot in compilation["snapshots"]:
+        metrics = client.get(snapshot["url"] + ".json").json()["metrics"]
+        if metrics["lines"]:
+            stages.add(snapshot["stage"])
+    assert {"ttir", "ttgir"} <= stages
+    html = client.get(compilation["snapshots"][-1]["url"]).text
+    assert 'id="ir-heat"' in html and "heat.js" in html
+
+
+def test_compare_shows_where_the_faster_config_saves_samples(proton_site):
+    """pcsampling_ttgir launched matmul_kernel config 0 (128x64, the faster in the autotuner's own
+    timings) and config 2 (128x256, spills) under one name; their TTGIR lines' cache hashes tell
+    them apart. The compare page shows both sides per Python line, from the hatchet file's lines."""
+    client, run = proton_site
+    page = client.get(run["url"] + ".json").json()
+    (profile,) = [p for p in page["profiles"] if p["path"].endswith("pcsampling_ttgir/profile.hatchet")]
+    urls = next(k for k in profile["kernels"] if k["name"].startswith("matmul_kernel"))["candidates"]
+    shared = [client.get(url + ".json").json()["shared"] for url in urls]  # BLOCK_N via shared memory
+    small, large = (urls if shared[0] < shared[1] else urls[::-1])
+    spec = f"{small.split('/')[2]}-{small.rsplit('/', 1)[-1]}..{large.split('/')[2]}-{large.rsplit('/', 1)[-1]}"
+    hot = client.get(f"/compare/{spec}.json?metric=num_samples").json()["hot_lines"]
+    data = json.loads(_member("proton.tar.xz", "proton/pcsampling_ttgir/profile.hatchet"))
+    per_hash: dict[str, int] = {}
+    for scope in data[0]["children"]:
+        for kernel in scope["children"]:
+            for line in kernel.get("children", []):
+                folder = line["frame"]["name"].split("/")[-2]
+                per_hash[folder] = per_hash.get(folder, 0) + line["metrics"].get("num_samples", 0)
+    a_hash = client.get(small + ".json").json()["cache"].rstrip("/").rsplit("/", 1)[-1]
+    b_hash = client.get(large + ".json").json()["cache"].rstrip("/").rsplit("/", 1)[-1]
+    # each side's Python lines plus its TTGIR lines without a loc (its unattributed part: the
+    # kernel frame holds no samples) are the samples of its cache hash's lines
+    lost = [client.get(url + ".json?metric=num_samples").json()["hot_lines"]["unattributed"] for url in (small, large)]
+    assert (hot["a_total"] + lost[0], hot["b_total"] + lost[1]) == (per_hash[a_hash], per_hash[b_hash])
+    assert hot["b_total"] > hot["a_total"] and hot["lines"][0]["diff"] > 0
+    assert "Hot lines" in client.get(f"/compare/{spec}").text
+
+
+def test_capture_profile_boot_starts_proton_and_the_profile_is_ingested(tmp_path):
+    """`irlens capture --profile`: the child imports the boot sitecustomize (checked without a GPU
+    through a stand-in triton.profiler that records its calls), and the hatchet it leaves is kept."""
+    import os
+    import subprocess
+    import sys
+
+    from app.ingest.profile_boot import profile_environment
+
+    fake = tmp_path / "fake" / "triton" / "profiler"
+    fake.mkdir(parents=True)
+    (fake.parent / "__init__.py").write_text("")
+    (fake / "__init__.py").write_text(
+        "import sys\ndef start(path, hook=None, mode=None):\n"
+        "    if mode: raise RuntimeError('no CUPTI PC sampling here')\n"
+        "    open(path + '.hatchet', 'w').write('[{\"frame\": {\"name\": \"ROOT\"}, \"metrics\": {}, \"children\": []}, {}]')\n"
+        "def finalize(): pass\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "fake"))
+    hatchet = profile_environment(env, tmp_path)
+    done = subprocess.run([sys.executable, "-c", "pass"], env=env, capture_output=True, text=True, check=True)
+    assert "Proton, default (kernel times; PC sampling unavailable: no CUPTI PC sampling here) mode" in done.stderr
+    assert hatchet.is_file() and proton.parse_hatchet(hatchet.read_bytes()).kernels == []
