@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from app import render
 from app.insight import blob_facts
 from app.insight.kernel_config import compilation_config
+from app.insight.line_metrics import hot_lines_fields
 from app.insight.op_search import first_seen, indexed
 from app.insight.page_data import compilation_detail
 from app.insight.pass_charts import pass_charts
@@ -18,9 +19,11 @@ from app.store.models import Compilation
 from app.urls import Urls
 
 
-def compilation_data(session: Session, compilation: Compilation, urls: Urls) -> dict[str, Any]:
+def compilation_data(session: Session, compilation: Compilation, urls: Urls,
+                     metric: str | None = None) -> dict[str, Any]:
     """The compilation's detail (snapshots, files, metadata, launches), its op index's first
-    appearances and its per-pass charts."""
+    appearances, its per-pass charts, resources, config and (with a profile) its hot lines by
+    ``metric`` (the profile's first metric when None)."""
     snapshots = list(compilation.snapshots)
     blob_facts.warm(session, [snapshot.blob for snapshot in snapshots])
     data = compilation_detail(session, compilation, urls)
@@ -32,4 +35,5 @@ def compilation_data(session: Session, compilation: Compilation, urls: Urls) -> 
     )
     data["resources"] = compilation_resources(compilation, session)
     data["config"] = compilation_config(session, compilation)
+    data.update(hot_lines_fields(session, compilation, urls, metric))
     return data

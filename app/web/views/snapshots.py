@@ -23,7 +23,7 @@ from app.highlight.hwops import GROUPS
 from app.insight.comparisons import compare_candidates
 from app.insight.compilation_data import compilation_data
 from app.insight.launches import launch_page_cells
-from app.insight.line_metrics import hot_lines_fields, line_metric_fields
+from app.insight.line_metrics import line_metric_fields
 from app.insight.page_data import artifact_sort_key, snapshot_dict
 from app.insight.pass_charts import chart_svgs
 from app.insight.source_map import pass_indexes
@@ -101,10 +101,9 @@ def _etag_for(request: Request, digest: str) -> tuple[str, Response | None]:
 @router.get("/runs/{run_id}/c/{ordinal}")
 def compilation_page(request: Request, run_id: str, ordinal: str, session: SessionDep, urls: UrlsDep):
     compilation = load_compilation(session, run_id, ordinal)
-    data = compilation_data(session, compilation, urls)
+    data = compilation_data(session, compilation, urls, request.query_params.get("metric"))
     visible = visible_runs(identify(request), request.app.state.settings)  # other runs: those the reader may list
     data["compare_with"] = compare_candidates(session, compilation, urls, visible)
-    data.update(hot_lines_fields(session, compilation, urls, request.query_params.get("metric")))
     if not wants_json(request):
         # the op columns worth showing: groups some snapshot of this compilation uses
         present = [group for group in GROUPS if any(row["ops"].get(group.key) for row in data["snapshots"])]
