@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from parsers import cache, ncu, proton, tritonparse
+from parsers import autotune_files, cache, ncu, proton, tritonparse
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,13 @@ FORMATS: list[InputFormat] = [
         ncu.is_raw_csv,
     ),
     InputFormat(
+        "autotune",
+        "Autotuning results in files of their own: Helion's autotune_log CSV (told by its header, any name) and its "
+        ".meta.jsonl sidecar, Triton's <kernel>.autotune.json (cache_results=True / TRITON_CACHE_AUTOTUNING=1)",
+        lambda path, head: (autotune_files.is_helion_csv(path, head) or autotune_files.is_helion_meta(path, head)
+                            or autotune_files.is_triton_autotune_json(path, head)),
+    ),
+    InputFormat(
         "ignored",
         "Not read: other CSV exports (ncu's details, summary, session pages, source without metrics)",
         lambda path, head: path.endswith(".csv"),
@@ -99,8 +106,8 @@ FORMATS: list[InputFormat] = [
     InputFormat("source", "Python source the IR's loc() entries point at", lambda path, head: path.endswith(".py")),
     InputFormat(
         "ignored",
-        "Not needed by irlens: autotune results, compiled Python (.pyc), launcher libraries (.so), .DS_Store",
-        lambda path, head: path.endswith((".autotune.json", ".pyc", ".so")) or posixpath.basename(path) == ".DS_Store",
+        "Not needed by irlens: compiled Python (.pyc), launcher libraries (.so), .DS_Store",
+        lambda path, head: path.endswith((".pyc", ".so")) or posixpath.basename(path) == ".DS_Store",
     ),
     InputFormat("binary", "Binary data that is not a log", lambda path, head: _is_binary_data(head)),
     InputFormat(

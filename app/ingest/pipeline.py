@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 
 from sqlalchemy.orm import Session
 
+from app.ingest.autotune_files import AutotuneFiles
 from app.ingest.cache_files import CacheFiles
 from app.ingest.disassembler import Disassembler
 from app.ingest.file_streams import PrefixedStream, drain, read_small
@@ -37,7 +38,8 @@ __all__ = ["Ingest", "IngestError", "new_run_id"]
 
 HEAD_BYTES = 8192
 Progress = Callable[[str, int], None]
-_KEPT_ROLES = {"log", "tritonparse", "source", "cache-group", "cache-stage", "cache-binary", "cache-metadata", "profile"}
+_KEPT_ROLES = {"log", "tritonparse", "source", "cache-group", "cache-stage", "cache-binary", "cache-metadata", "profile",
+               "autotune"}
 MAX_REASONS = 10  # files named in the error for an upload with nothing to ingest
 
 
@@ -73,6 +75,7 @@ class Ingest:
         self.cache_files = CacheFiles(self.state, disassembler)
         self.traces = TraceCollector(self.blobs, self.state.problem)
         self.profiles = ProfileCollector(self.state, self.limits.max_profile_bytes)
+        self.autotune_files = AutotuneFiles(self.state)
 
     # -- entry point -----------------------------------------------------------
     def ingest(self, inputs: Iterable) -> Run:
@@ -100,6 +103,7 @@ class Ingest:
         self._check_something_ingested()
         self.cache_files.collect_sass()
         self.cache_files.check()
+        self.autotune_files.finish()
         RunWriter(self.state, self.cache_files.folders, self.traces).write()
         self.profiles.write()
         return self.run
@@ -144,6 +148,9 @@ class Ingest:
                 record["role"], record["size"] = self.cache_files.read(input_file.path, role, stream)
             elif role.startswith("profile"):
                 record["size"], record["note"] = self.profiles.read(input_file.path, role, stream)
+            elif role == "autotune":
+                record["note"] = self.autotune_files.read(input_file.path, head, stream)
+                record["size"] = state.bytes_read - start
             elif role == "source":
                 data = read_small(stream, input_file.path)
                 record["size"] = len(data)

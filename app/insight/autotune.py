@@ -37,16 +37,20 @@ def run_autotune(session: Session, run: Run, urls: Urls) -> list[dict[str, Any]]
                 "name": choice.get("name"), "time_ms": choice.get("time_ms"), "percent": choice.get("percent"),
                 "config": choice.get("config") or {}, "status": choice.get("status") or "ok",
                 "error": choice.get("error"), "line": choice.get("line"), "damaged": choice.get("damaged"),
+                "compile_time": choice.get("compile_time"),
                 "compilation": urls.compilation(match.run_id, match.ordinal) if match else None,
                 "compilation_id": compilation_id(match.run_id, match.ordinal) if match else None,
             })
         timed = [c for c in choices if c["time_ms"] is not None and c["status"] != "failed"]
-        winner = min(timed, key=lambda c: c["time_ms"])["name"] if timed else None
+        # The tuner's own pick where the parser knows it (Triton breaks a tie on the median by the 20th
+        # percentile), else the fastest.
+        winner = entry.get("winner") or (min(timed, key=lambda c: c["time_ms"])["name"] if timed else None)
         best = entry.get("best_config")
         best_match = _identify(best, kernel, configs) if best else None
         out.append({
             "kind": entry.get("kind"), "kernel": kernel, "op": entry.get("op"), "shapes": entry.get("shapes"),
             "key": entry.get("key"), "seconds": entry.get("seconds"), "log": entry.get("log"),
+            "dtypes": entry.get("dtypes"), "hardware": entry.get("hardware"), "timings_from": entry.get("timings_from"),
             "line": entry.get("line"), "printed_by": entry.get("printed_by", entry.get("kind")),
             "choices": choices, "winner": winner, "best_config": best,
             "best_compilation": urls.compilation(best_match.run_id, best_match.ordinal) if best_match else None,
