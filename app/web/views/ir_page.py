@@ -23,6 +23,7 @@ from app import render
 from app.highlight.hwops import GROUPS
 from app.layouts.aliases import drawable
 from app.layouts.cvt_costs import convert_costs, summary
+from app.layouts.uses import first_uses
 from app.store.models import Artifact, Compilation, Snapshot, Source
 from app.urls import Urls
 from app.web.page_cache import cache_response
@@ -89,7 +90,7 @@ def ir_response(
     data.update(compilation_context(compilation, urls))
     data.update(ir_fields(session, compilation, rendered, load_text, urls, full=wants_json(request)))
     if not wants_json(request):
-        data["page"] = ir_page(session, compilation, rendered, urls, lines_url, show_all(request))
+        data["page"] = ir_page(session, compilation, rendered, urls, lines_url, show_all(request), load_text)
     response = respond(request, "snapshot.html", data, headers=render.cache_headers(tag))
     return cache_response(request, session, compilation.run_id, response)
 
@@ -210,6 +211,7 @@ def ir_page(
     urls: Urls,
     lines_url: Callable[[int, int], str],
     show_all: bool = False,
+    load_text: render.TextLoader | None = None,
 ) -> dict[str, Any]:
     """What only the HTML page needs: the first page of lines (all of them with ``?all=1``) and
     where to fetch the rest, the source panes, the legends."""
@@ -262,6 +264,7 @@ def ir_page(
         start += count
     # What the layout inspector can draw, aliases expanded: a click on a use opens it at that shape.
     drawn = drawable({alias: layout.definition for alias, layout in rendered.layouts.items()})
+    inspect = _inspect_urls(drawn, load_text, urls) if drawn and load_text else {}
     script_data = None
     if pending:  # the lines not in the page yet: what the script needs to find and mark them
         script_data = json.dumps(
@@ -279,6 +282,7 @@ def ir_page(
         "loc_tokens": rendered.loc_tokens,
         "layouts": [
             {"alias": alias, "colour": rendered.layout_colours[alias], "draw": drawn.get(alias),
+             "inspect": inspect.get(alias),
              **render.layout_dict(layout)}
             for alias, layout in rendered.layouts.items()
         ],
@@ -291,3 +295,13 @@ def ir_page(
         "palette": render.PALETTE_SIZE,
     }
 
+
+
+def _inspect_urls(drawn: dict[str, str], load_text: render.TextLoader, urls: Urls) -> dict[str, dict[str, str]]:
+    """alias -> the inspector at the shape and element type of the alias's first use in a type."""
+    uses = first_uses((load_text() or "").splitlines(), drawn)
+    return {
+        alias: {"url": urls.layout(drawn[alias], use["shape"], elem=use["elem"]),
+                "what": "×".join(map(str, use["shape"])) + " " + use["elem"]}
+        for alias, use in uses.items()
+    }

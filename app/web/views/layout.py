@@ -1,26 +1,42 @@
 """The layout inspector: `/-/layout?attr=<encoding>&shape=AxB` draws which thread and register
-(or shared-memory offset) holds each element; `/-/layout.json` answers the same as data."""
+(or shared-memory offset) holds each element; `/-/layout.json` answers the same as data.
+
+The page is a pure function of its query, so a drawn page is kept in the page cache (it shows no
+run). It sends the mapping as compact data (app/layouts/picture.py) that static/layout.js draws on
+a canvas; the JSON twin lists every element's owners."""
 
 from __future__ import annotations
 
+import json
+
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
+from markupsafe import Markup
 
 from app.layouts.conversion import conversion
 from app.layouts.errors import LayoutError
 from app.layouts.mapping import describe, dtype_bits, layout_kind
 from app.layouts.parse import parse_encoding, parse_shape
 from app.layouts.picture import picture
-from app.web.responder import respond, wants_json
+from app.layouts.uses import dtype_of
+from app.web.page_cache import cache_response, cached_response
+from app.web.responder import SessionDep, respond, wants_json
 
 router = APIRouter()
 
 
 @router.get("/-/layout")
 @router.get("/-/layout.json")
-def layout_page(request: Request, attr: str = "", shape: str = "", dtype: str = "f16", row0: int = 0,
-                col0: int = 0, lead: str = "", to: str = "", target: str = ""):
-    form = {"attr": attr, "shape": shape, "dtype": dtype, "to": to, "target": target}
+def layout_page(request: Request, session: SessionDep, attr: str = "", shape: str = "", dtype: str = "",
+                elem: str = "", lead: str = "", to: str = "", target: str = ""):
+    """`elem` is the tensor's element type as the IR writes it (`f16`, `!tt.ptr<f16>`); `dtype`, the
+    type whose width sizes shared-memory banks and scratch, follows from it unless given."""
+    if not wants_json(request):
+        cached = cached_response(request, session)
+        if cached is not None:
+            return cached
+    dtype = dtype or dtype_of(elem) or "f16"
+    form = {"attr": attr, "shape": shape, "dtype": dtype, "elem": elem or dtype, "to": to, "target": target}
     if not attr or not shape:
         if wants_json(request):
             raise HTTPException(400, "attr (the encoding, aliases expanded) and shape (like 64x128) are required")
@@ -39,7 +55,7 @@ def layout_page(request: Request, attr: str = "", shape: str = "", dtype: str = 
         if to:
             layout["conversion"] = {**conversion(attr, to, layout["shape"], dtype_bits(dtype), target),
                                     "to": to, "dtype": dtype, "target": target or None}
-        drawn = None if wants_json(request) else picture(layout, row0, col0, lead)
+        drawn = None if wants_json(request) else picture(layout, lead)
         if buffers:
             drawn["notes"].insert(0, buffers)
     except LayoutError as e:
@@ -50,8 +66,11 @@ def layout_page(request: Request, attr: str = "", shape: str = "", dtype: str = 
     if wants_json(request):
         return JSONResponse(layout)
     summary = {k: v for k, v in layout.items() if k not in ("owners", "offsets", "banks", "cells", "block_of")}
-    return respond(request, "layout.html", {"form": form, "layout": summary, "picture": drawn, "error": None,
-                                            "lead": lead})
+    # JSON inside <script>: only "<" could end the element early
+    script = json.dumps(drawn.pop("data"), separators=(",", ":")).replace("<", "\\u003c")
+    response = respond(request, "layout.html", {"form": form, "layout": summary, "picture": drawn, "error": None,
+                                                "lead": lead, "script_data": Markup(script)})
+    return cache_response(request, session, (), response)
 
 
 def _one_buffer(attr: str, dims: list[int], dtype: str, error: LayoutError) -> tuple[dict, str]:
