@@ -30,8 +30,10 @@ def source_map(
     urls: UrlsDep,
     file: str | None = None,
     line: int | None = None,
+    at: int | None = None,
 ):
-    """Which IR lines map to Python ``file:line`` in every pass of the compilation."""
+    """Which IR lines map to Python ``file:line`` in every pass of the compilation. Without a line:
+    the Python source, each line with how many IR lines of one pass (``at``, an index) it has."""
     compilation = load_compilation(session, run_id, ordinal)
     run_id, ordinal_number = compilation.run_id, compilation.ordinal
     data: dict[str, Any] = {"file": file, "line": line}
@@ -76,12 +78,56 @@ def source_map(
         source_lines = source_text.split("\n")
         if 1 <= line <= len(source_lines):
             data["source_line"] = source_lines[line - 1]
+    if line is None:
+        data["overview"] = _overview(session, snapshots, indexes, data["files"], sources, file, at, urls,
+                                     compilation, with_code=not wants_json(request))
     if file is not None and line is not None:
         data["prev_line_url"] = urls.source_map(run_id, ordinal_number, file, line - 1) if line > 1 else None
         data["next_line_url"] = urls.source_map(run_id, ordinal_number, file, line + 1)
     if not wants_json(request):
         data["page"] = _map_page(snapshots, [index.text for index in indexes], rows, data)
     return respond(request, "_snap_map.html", data)
+
+
+def _overview(session, snapshots: list[Snapshot], indexes: list, files: list[dict], sources: dict[str, str],
+              file: str | None, at: int | None, urls, compilation, with_code: bool) -> dict[str, Any] | None:
+    """The source of `file` (else the most located file with an uploaded source) with each line's
+    count of IR lines in snapshot `at` (else the last TTGIR snapshot with located lines, else the
+    one with the most)."""
+    names = [item["file"] for item in files]
+    if file is None:
+        file = next((name for name in names if match_source(name, list(sources))), names[0] if names else None)
+    if file is None:
+        return None
+    located = [sum(count for name, count in index.files.items() if _same_file(name, file)) for index in indexes]
+    chosen = next((k for k, snapshot in enumerate(snapshots) if snapshot.index == at), None)
+    if chosen is None and any(located):
+        ttgir = [k for k, snapshot in enumerate(snapshots) if snapshot.stage == "ttgir" and located[k]]
+        chosen = ttgir[-1] if ttgir else max(range(len(snapshots)), key=lambda k: (located[k], k))
+    path = match_source(file, list(sources))
+    source_lines = []
+    if path is not None:
+        rendered = render.render_python(sources[path], lambda: render.blob_reader.text(session, sources[path]))
+        index = indexes[chosen] if chosen is not None else None
+        recorded = [name for name in index.files if _same_file(name, file)] if index else []
+        for number, code in enumerate(rendered.lines, start=1):
+            count = sum(len(index.lines(name, number)) for name in recorded) if index else 0
+            item = {"line": number, "ir_lines": count,
+                    "url": urls.source_map(compilation.run_id, compilation.ordinal, file, number)}
+            if with_code:
+                item["code"] = Markup(code)  # escaped by the renderer
+            source_lines.append(item)
+    return {
+        "file": file,
+        "path": path,
+        "at": snapshots[chosen].index if chosen is not None else None,
+        "passes": [{"index": snapshot.index, "pass": snapshot.pass_name, "stage": snapshot.stage,
+                    "located": located[k]} for k, snapshot in enumerate(snapshots)],
+        "lines": source_lines,
+        "most": max((item["ir_lines"] for item in source_lines), default=0),
+        # the page opens a few lines above the first line with IR (the kernel), the rest folded
+        "first": max(1, next((item["line"] for item in source_lines if item["ir_lines"]), 1) - 3),
+    }
 
 
 def _map_page(
