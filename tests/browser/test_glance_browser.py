@@ -65,3 +65,54 @@ def test_the_map_page_opens_on_the_source_with_counts_per_line(mix, wide, page_e
     page.locator(f"#P{line} td.count a").click()
     expect(page.locator("h1")).to_contain_text(f":{line} in every pass")
     assert page_errors == []
+
+
+def test_the_pass_list_filters_jumps_and_documents_its_keys(mix, wide, page_errors):
+    page = wide
+    detail = httpx.get(mix["compilation"] + ".json", timeout=60).json()
+    snapshots = detail["snapshots"]
+    page.goto(mix["compilation"])
+    rows = page.locator("#timeline tr.pass")
+    expect(rows).to_have_count(len(snapshots))
+    # by stage: exactly the JSON's ttgir snapshots stay
+    page.keyboard.press("/")
+    expect(page.locator("#pass-filter")).to_be_focused()
+    page.keyboard.type("ttgir")
+    ttgir = [s["index"] for s in snapshots if s["stage"] == "ttgir"]
+    visible = page.locator("#timeline tr.pass:visible")
+    expect(visible).to_have_count(len(ttgir))
+    assert [int(i) for i in visible.locator("td.idx").all_inner_texts()] == ttgir
+    # by name, words together: a stage and a pass
+    name = next(s["pass"] for s in snapshots if s["stage"] == "ttgir" and s["pass"].startswith("TritonGPU"))
+    page.locator("#pass-filter").fill(f"ttgir {name.lower()}")
+    wanted = [s["index"] for s in snapshots if s["stage"] == "ttgir" and name.lower() in s["pass"].lower()]
+    expect(page.locator("#timeline tr.pass:visible")).to_have_count(len(wanted))
+    # Enter jumps to the first pass shown
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(rf"/s/{wanted[0]}$"))
+    # an index jumps to that pass
+    page.go_back()
+    page.locator("#pass-filter").fill("#7")
+    expect(page.locator("#timeline tr.pass:visible")).to_have_count(1)
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"/s/7$"))
+    # ? shows the keys the list answers
+    page.go_back()
+    page.locator("#pass-filter").fill("")
+    page.locator("h1").click()
+    page.keyboard.press("?")
+    overlay = page.locator("#pass-help")
+    expect(overlay).to_be_visible()
+    for key in ("j", "k", "Enter", "d", "/"):
+        expect(overlay.locator("kbd", has_text=re.compile(rf"^{re.escape(key)}$")).first).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(overlay).to_be_hidden()
+    # j marks a row, d opens its diff
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    expect(page.locator("#timeline tr.pass.cursor")).to_have_count(1)
+    # sparklines fill their column
+    cell = page.locator("td.spark-cell").first.bounding_box()
+    spark = page.locator("td.spark-cell svg.spark").first.bounding_box()
+    assert spark["width"] >= cell["width"] - 20, (spark, cell)
+    assert page_errors == []
