@@ -4,7 +4,6 @@ compressed as it streams by), diagnostics and timing reports."""
 from __future__ import annotations
 
 import hashlib
-import posixpath
 from collections.abc import Callable
 from typing import BinaryIO
 
@@ -52,6 +51,9 @@ class _LogText:
         self._compress()
         self.parts.append(self.compressor.flush())
         return self.digest.hexdigest(), self.size, b"".join(self.parts)
+
+
+NO_IR_NOTE = "no Triton IR, diagnostics or timing report: kept as log lines"
 
 
 class LogReader:
@@ -117,10 +119,9 @@ class LogReader:
                 path=path, line=orphan.line, header=orphan.header.raw, blob=orphan.blob,
             )
         if not dumps and not result.diagnostics and not result.timings and self.bytes_read() > start:
-            problem(
-                "warning", f"no Triton IR, diagnostics or timing report found in {posixpath.basename(path)}; "
-                "kept as log lines", path=path,
-            )
+            # A capture's meta.txt or a program's stdout: expected beside the logs, so a note on the
+            # file (the run page lists them), not a warning.
+            result.note = NO_IR_NOTE
         self.state.logs.append(result)
         digest, size, compressed = text.finish()
         return self.state.blobs.put_compressed(digest, size, compressed) if size else None
