@@ -116,3 +116,33 @@ def test_the_pass_list_filters_jumps_and_documents_its_keys(mix, wide, page_erro
     spark = page.locator("td.spark-cell svg.spark").first.bounding_box()
     assert spark["width"] >= cell["width"] - 20, (spark, cell)
     assert page_errors == []
+
+
+def test_comparisons_and_diffs_share_their_ignore_defaults(mix, wide, page_errors):
+    """The compare page and the diff page open with the same Ignore switches (locations ignored), and
+    the diff a comparison row links to ignores what the comparison does."""
+    page = wide
+    run = mix["run"]
+    kernels = [c for c in run["compilations"] if c["kernel"] == "matmul_descriptor_kernel"]
+    other = next(c for c in run["compilations"] if c["id"] != kernels[0]["id"] and c["kernel"] == "matmul_kernel")
+    a_id, b_id = (f"{run['run']}-{c['id']}" for c in (kernels[0], other))
+
+    def switches() -> dict[str, str]:
+        return {name: page.locator(f".ignore a.chk[data-option={name}]").get_attribute("aria-checked")
+                for name in ("loc", "ssa", "alias")}
+
+    page.goto(f"{mix['server']}/compare/{a_id}..{b_id}")
+    compare_defaults = switches()
+    page.goto(f"{mix['server']}/diff/{a_id}-0..{b_id}-0")
+    diff_defaults = switches()
+    assert compare_defaults == diff_defaults == {"loc": "true", "ssa": "false", "alias": "false"}
+    # Compared locations on the compare page: its diff links compare them too, and show it.
+    page.goto(f"{mix['server']}/compare/{a_id}..{b_id}")
+    page.locator(".ignore a.chk[data-option=loc]").click()
+    expect(page.locator(".ignore a.chk[data-option=loc]")).to_have_attribute("aria-checked", "false")
+    expect(page).to_have_url(re.compile(r"loc=1"))
+    link = page.locator("#compare-table a[href*='/diff/']").first
+    assert "loc=1" in link.get_attribute("href")
+    page.goto(mix["server"] + link.get_attribute("href"))
+    expect(page.locator(".ignore a.chk[data-option=loc]")).to_have_attribute("aria-checked", "false")
+    assert page_errors == []
