@@ -146,3 +146,22 @@ def test_comparisons_and_diffs_share_their_ignore_defaults(mix, wide, page_error
     page.goto(mix["server"] + link.get_attribute("href"))
     expect(page.locator(".ignore a.chk[data-option=loc]")).to_have_attribute("aria-checked", "false")
     assert page_errors == []
+
+
+def test_the_search_box_says_what_it_searches_and_op_tma_offers_the_group(mix, wide, page_errors):
+    page = wide
+    page.goto(mix["server"] + "/")
+    box = page.locator(".topbar input[name=q]")
+    for what in ("runs", "kernels", "ops"):
+        assert what in box.get_attribute("placeholder") and what in box.get_attribute("title")
+    box.fill("op:tma")
+    box.press("Enter")
+    related = page.locator("a.related", has_text="group:tma")
+    expect(related).to_be_visible()
+    related.click()
+    # the group's search finds the TMA kernel of the capture (its IR holds TMA ops; the JSON says so)
+    body = httpx.get(mix["server"] + "/search.json", params={"q": "group:tma"}, timeout=60).json()
+    kernels = {c["kernel"] for c in body["compilations"]}
+    assert "matmul_descriptor_kernel" in kernels
+    expect(page.locator("#op-results")).to_contain_text("matmul_descriptor_kernel")
+    assert page_errors == []
