@@ -40,6 +40,7 @@ from app.web.views import (
     meta,
     runs,
     snapshots,
+    sources,
 )
 from parsers.sources import Limits
 
@@ -124,7 +125,7 @@ def create_app(settings: Settings | None = None, background: bool = True) -> Fas
     app.state.disassembler = find_disassembler(settings.sass_disassembler)  # looked for once, not per upload
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     for router in (
-        meta.router, runs.router, compilations.router, snapshots.router, files.router, line_map.router,
+        meta.router, runs.router, compilations.router, snapshots.router, files.router, line_map.router, sources.router,
         history.router, diffs.router, compare.router,
         layout.router, auth_views.router, manage.router,
     ):

@@ -165,3 +165,46 @@ def test_the_search_box_says_what_it_searches_and_op_tma_offers_the_group(mix, w
     assert "matmul_descriptor_kernel" in kernels
     expect(page.locator("#op-results")).to_contain_text("matmul_descriptor_kernel")
     assert page_errors == []
+
+
+@pytest.fixture(scope="module")
+def failed(server_url):
+    return upload_via_api(server_url, corpus_archive("gfx1250_fail"), title="glance failed compile")
+
+
+def test_a_failed_compiles_diagnostic_links_to_its_source_line(server_url, failed, wide, page_errors):
+    """gfx1250_fail's verifier error names kernels.py:LINE:COL: the location links to that line of the
+    uploaded kernels.py, whose text there is the line the diagnostic's own excerpt quotes."""
+    page = wide
+    compilation = next(c for c in failed["compilations"] if c["status"] == "failed")
+    detail = httpx.get(f"{server_url}{compilation['url']}.json", timeout=60).json()
+    diagnostic = next(d for d in detail["diagnostics"] if d["file"] and d["line"])
+    page.goto(server_url + compilation["url"])
+    name = diagnostic["file"].rsplit("/", 1)[-1]
+    link = page.locator("#diagnostics a.loc", has_text=f"{name}:{diagnostic['line']}").first
+    expect(link).to_be_visible()
+    link.click()
+    expect(page).to_have_url(re.compile(rf"/src/.*{re.escape(name)}#L{diagnostic['line']}$"))
+    target = page.locator(f"tr#L{diagnostic['line']}")
+    expect(target).to_be_in_viewport()
+    # the uploaded file's own line (its raw text, from the JSON twin) is the one shown
+    body = httpx.get(page.url.split("#")[0] + ".json", timeout=60).json()
+    wanted = body["text"].split("\n")[diagnostic["line"] - 1]
+    assert wanted.strip() and target.locator("td.code").inner_text() == wanted
+    # the run page links it too
+    page.goto(server_url + failed["url"])
+    expect(page.locator("#diagnostics a.loc", has_text=f":{diagnostic['line']}").first).to_be_visible()
+    assert page_errors == []
+
+
+def test_text_files_beside_the_logs_are_notes_not_warnings(server_url, failed, wide, page_errors):
+    page = wide
+    page.goto(server_url + failed["url"])
+    notes = page.locator("#log-notes")
+    expect(notes).to_contain_text("meta.txt")
+    expect(notes).to_contain_text("stdout.txt")
+    expect(page.locator("#warnings-table tr", has_text="no Triton IR")).to_have_count(0)
+    expect(page.locator("#warnings .empty")).to_be_visible()  # nothing else to warn about in this capture
+    # the failed compile shows the target its log's other compilations (and meta.txt) name
+    assert {c["target"] for c in failed["compilations"]} == {"hip:gfx1250"}
+    assert page_errors == []

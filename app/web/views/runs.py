@@ -36,6 +36,7 @@ from app.web.responder import (
 )
 from app.web.security import check_csrf
 from app.web.views.manage import parse_tags
+from app.web.views.sources import link_diagnostics
 
 router = APIRouter()
 blob_reader = BlobReader()
@@ -283,6 +284,7 @@ def run_page(request: Request, run_id: str, session: SessionDep, urls: UrlsDep):
     run = load_run(session, run_id)
     data = run_summary(session, run, urls)
     data["variants"] = run_variants(session, run, urls)  # kernels compiled more than once (autotune)
+    link_diagnostics(session, run.id, data["diagnostics"] + data["compilation_diagnostics"], urls)
     if not wants_json(request):
         # Inline excerpts of the logs' non-IR text; the JSON gives their URLs instead.
         text_blobs = {
