@@ -208,3 +208,60 @@ def test_text_files_beside_the_logs_are_notes_not_warnings(server_url, failed, w
     # the failed compile shows the target its log's other compilations (and meta.txt) name
     assert {c["target"] for c in failed["compilations"]} == {"hip:gfx1250"}
     assert page_errors == []
+
+
+def test_long_lines_the_python_pane_and_the_op_history_fit(mix, wide, page_errors):
+    """At 1400 px: a convert_layout's cost note is on screen at the end of a long line (no wrap); the
+    Python pane hides and resizes, remembered across pages; the op history's Pass column is whole."""
+    page = wide
+    detail = httpx.get(mix["compilation"] + ".json", timeout=60).json()
+    snap = next(s for s in detail["snapshots"] if s["conversions"])
+    page.goto(mix["server"] + snap["url"])
+    expect(page.locator("[data-ready]")).to_have_count(1)
+    line = page.locator(".ln[data-cvt]").first
+    line.scroll_into_view_if_needed()
+    note = line.evaluate("""(el) => {
+      const pane = document.getElementById('ir-pane').getBoundingClientRect();
+      const after = getComputedStyle(el, '::after');
+      const range = el.getBoundingClientRect();
+      return {content: after.content, position: after.position, lineRight: range.right, paneRight: pane.right};
+    }""")
+    assert "⇄" in note["content"] and note["position"] == "sticky"
+    # the note is drawn at the pane's right edge: what is under that point is this line
+    box = line.bounding_box()
+    pane = page.locator("#ir-pane").bounding_box()
+    hit = page.evaluate("([x, y]) => document.elementFromPoint(x, y).closest('.ln')?.id",
+                        [pane["x"] + pane["width"] - 30, box["y"] + box["height"] / 2])
+    assert hit == line.get_attribute("id")
+    # the Python pane: hidden, remembered on another snapshot, shown again; resized by its edge
+    src = page.locator("#src-pane")
+    expect(src).to_be_visible()
+    page.locator("#python-toggle").click()
+    expect(src).to_be_hidden()
+    page.goto(mix["server"] + detail["snapshots"][1]["url"])
+    expect(page.locator("#src-pane")).to_be_hidden()
+    page.locator("#python-toggle").click()
+    expect(page.locator("#src-pane")).to_be_visible()
+    before = page.locator("#src-pane").bounding_box()["width"]
+    edge = page.locator("#pane-split").bounding_box()
+    page.mouse.move(edge["x"] + 3, edge["y"] + 200)
+    page.mouse.down()
+    page.mouse.move(edge["x"] - 200, edge["y"] + 200, steps=5)
+    page.mouse.up()
+    wider = page.locator("#src-pane").bounding_box()["width"]
+    assert wider > before + 150
+    page.reload()
+    assert abs(page.locator("#src-pane").bounding_box()["width"] - wider) < 3
+    # the op history of an op line: the table fits the window and shows pass names whole
+    page.goto(mix["server"] + snap["url"])
+    expect(page.locator("[data-ready]")).to_have_count(1)
+    number = page.locator(".ln[data-cvt]").first.get_attribute("id")[1:]
+    page.goto(f"{mix['compilation']}/history?s={snap['index']}&line={number}")
+    table = page.locator("#history")
+    expect(table).to_be_visible()
+    assert table.bounding_box()["width"] <= 1400
+    for cell in page.locator("#history td.pass-cell").all()[:20]:
+        name = cell.locator(".pass-name")
+        assert name.evaluate("(el) => el.getBoundingClientRect().right <= el.parentElement.getBoundingClientRect().right + 1"), \
+            name.inner_text()
+    assert page_errors == []

@@ -100,13 +100,14 @@ def test_clicking_an_alias_in_a_snapshot_opens_its_layout(matmul, browser_page, 
 
 
 def test_layout_chips_open_the_inspector_at_a_use(matmul, browser_page, page_errors):
-    """Each drawable alias chip above a snapshot links to the inspector at the shape and element type
-    of a use in the IR, and the inspector shows that element type."""
+    """Beside each drawable alias chip above a snapshot, a link opens the inspector at the shape and
+    element type of a use in the IR (the chip itself still jumps to the definition), and the
+    inspector shows that element type."""
     page = browser_page
     page.goto(matmul["snapshot"])
     expect(page.locator("[data-ready]")).to_have_count(1)
     raw = httpx.get(matmul["snapshot"] + "/raw", timeout=60).text
-    chips = page.locator(".ly-legend a.ly-chip[href*='/-/layout?']")
+    chips = page.locator(".ly-legend a.ly-draw[href*='/-/layout?']")
     assert chips.count() >= 2
     for k in range(chips.count()):
         query = parse_qs(urlsplit(chips.nth(k).get_attribute("href")).query)
