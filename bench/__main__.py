@@ -20,12 +20,13 @@ from pathlib import Path
 
 from bench import ingest as ingest_bench
 from bench import inputs, web
+from bench import inspector as inspector_bench
 from bench import peers as peers_bench
 from bench import source_map as map_bench
 
 MB = 1e6
 # captures: only the small and tiny captures of the storage stage (which runs them after the whole corpus)
-STAGES = ("ingest", "peers", "storage", "captures", "pages", "map", "throughput", "browser")
+STAGES = ("ingest", "peers", "storage", "captures", "pages", "map", "throughput", "browser", "inspector")
 
 
 def machine() -> dict:
@@ -120,6 +121,12 @@ def run(args: argparse.Namespace) -> dict:
             )
         except Exception as error:  # noqa: BLE001 - a browser problem should not lose the other figures
             results["browser"] = {"skipped": f"failed: {type(error).__name__}: {str(error)[:200]}"}
+    if "inspector" in stages:
+        print("bench: layout inspector in Chromium ...", file=sys.stderr, flush=True)
+        try:
+            results["inspector"] = inspector_bench.measure_inspector(repeats=3 if args.quick else 5)
+        except Exception as error:  # noqa: BLE001 - a browser problem should not lose the other figures
+            results["inspector"] = {"browser": {"skipped": f"failed: {type(error).__name__}: {str(error)[:200]}"}}
     results["machine"]["load_after"] = os.getloadavg()[0]
     results["finished"] = time.time()
     if args.keep:
@@ -290,6 +297,7 @@ def table(results: dict) -> str:
                      "≤ 1 s"))
     elif browser:
         rows.append(("browser", browser["skipped"], "", ""))
+    rows += inspector_bench.table_rows(results.get("inspector", {}))
     out = ["| figure | value | vs grep | target |", "|---|---|---|---|"]
     out += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
     m = results["machine"]

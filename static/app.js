@@ -360,6 +360,10 @@
     document.querySelectorAll("table[data-sortable]").forEach(setupSortable);
     document.querySelectorAll("input[data-filter-table]").forEach(setupFilter);
     document.querySelectorAll("time[datetime]").forEach(setupTime);
+    // a choice that answers at once (the map page's pass): submit its form on change
+    document.querySelectorAll("select[data-autosubmit]").forEach(function (select) {
+      select.addEventListener("change", function () { select.form.requestSubmit(); });
+    });
   }
 
   if (document.readyState === "loading") {

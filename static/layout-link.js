@@ -32,16 +32,12 @@
     return range.toString();
   }
 
-  function dtypeOf(elem) {
-    elem = elem.trim();
-    if (elem.startsWith("!tt.ptr")) return "i64";
-    return /^(?:[fiu]\d+|bf16|f8\w*)$/.test(elem) ? elem : "";
-  }
-
+  // The element type goes as the IR writes it (elem=f16, elem=!tt.ptr<f16>): the inspector shows it
+  // and derives the width it needs (app/layouts/uses.py).
   function url(attr, match) {
     const shape = match[1].slice(0, -1);
-    const dtype = dtypeOf(match[2]);
-    return base + "?attr=" + encodeURIComponent(attr) + "&shape=" + shape + (dtype ? "&dtype=" + dtype : "");
+    const elem = match[2].trim();
+    return base + "?attr=" + encodeURIComponent(attr) + "&shape=" + shape + (elem ? "&elem=" + encodeURIComponent(elem) : "");
   }
 
   function target(event) {

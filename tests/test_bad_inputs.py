@@ -198,14 +198,15 @@ def test_a_dump_past_the_size_limit_ends_there_and_the_rest_is_log_text(monkeypa
     assert len([d for d in dumps if not d.damage]) < 78 < len(dumps) + len(big)
 
 
-def test_a_log_of_warnings_only_is_kept_as_text_with_a_warning(db, tmp_path):
+def test_a_log_of_warnings_only_is_kept_as_text_with_a_note(db, tmp_path):
     tail = gzip.decompress((FIXTURES / "inductor_tail_warning_h200_triton36.log.gz").read_bytes())
     warning = tail[tail.rindex(b"\n\n\n") + 3 :]  # the real Python UserWarning the run printed
     path = write(tmp_path, "warnings.log", warning * 500)
     run = ingest_paths(db, [path])
     assert run["compilations"] == [] and run["damaged"] == 0
-    message = "no Triton IR, diagnostics or timing report found in warnings.log; kept as log lines"
-    assert warnings(run) == [("warnings.log", message)]
+    assert warnings(run) == []
+    assert [(f["path"], f["note"]) for f in run["logs"]] == [
+        ("warnings.log", "no Triton IR, diagnostics or timing report: kept as log lines")]
     with db.session() as session:
         blob = session.scalar(select(InputRecord.log_blob).where(InputRecord.path == "warnings.log"))
         assert BlobReader().get(session, blob) == warning * 500

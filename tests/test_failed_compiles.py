@@ -286,7 +286,7 @@ def test_a_failure_inside_a_nested_pipeline_is_one_failed_compilation(tmp_path):
     from a real Triton 3.8 compile: tests/fixtures/make_nested_failure.py)."""
     import lzma
 
-    from app.db import Database
+    from app.store.db import Database
 
     log = tmp_path / "nested_failure.log"
     log.write_bytes(lzma.decompress((FIXTURES / "nested_failure_derived.log.xz").read_bytes()))
@@ -301,3 +301,30 @@ def test_a_failure_inside_a_nested_pipeline_is_one_failed_compilation(tmp_path):
     assert (compilation["kernel"], compilation["status"]) == ("matmul_kernel", "failed")
     assert compilation["failed_pass"] == "TritonGPUPartitionScheduling"
     assert compilation["snapshots"]["mlir"] + compilation["snapshots"]["internal"] == banners == 35
+
+
+def test_a_failed_compile_takes_its_logs_target_in_an_upload_of_several_captures(tmp_path):
+    """The demo bundles captures for other GPUs beside gfx1250_fail's: the failed compile (made from
+    its diagnostic, no IR) still takes the target of its own log's compilations, as it does when that
+    capture is uploaded alone; the reference is the capture's meta.txt (what the program ran for)."""
+    import tarfile
+
+    from sqlalchemy import select
+
+    from app.store.db import Database
+    from app.store.models import Compilation
+
+    demo = Path(__file__).resolve().parents[1] / "app" / "demo" / "demo.tar.xz"
+    with tarfile.open(demo) as bundle:
+        meta = bundle.extractfile("amd_gfx1250_verifier_error/meta.txt").read().decode()
+    wanted = re.search(r"target=(\S+)", meta).group(1)
+    database = Database(fresh_db_url(tmp_path))
+    try:
+        ingest_paths(database, [demo])
+        with database.session() as session:
+            rows = list(session.scalars(select(Compilation)))
+            failed = [row for row in rows if row.status == "failed" and row.origin == "diagnostic"]
+            assert failed and {row.target for row in failed} == {wanted}
+            assert {row.target for row in rows} >= {"cuda:90", "hip:gfx942", wanted}  # the others keep theirs
+    finally:
+        database.dispose()

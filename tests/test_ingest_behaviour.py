@@ -151,15 +151,17 @@ def test_an_upload_with_nothing_to_ingest_lists_every_reason(db, tmp_path):
     assert "zero bytes" not in message
 
 
-def test_text_without_ir_diagnostics_or_timing_is_kept_as_a_log_with_a_warning(db, tmp_path):
+def test_text_without_ir_diagnostics_or_timing_is_kept_as_a_log_with_a_note(db, tmp_path):
+    """A capture's meta.txt or a program's stdout is expected beside the logs: a note on the file, not a warning."""
     notes = write(tmp_path, "notes.csv", b"kernel,BLOCK_SIZE,ms\nadd_kernel,1024,0.012\n")
     warning_log = FIXTURES / "python_warning_inductor.txt"  # a real log holding one Python warning only
     run = ingest_paths(db, [notes, warning_log])  # nothing else in the upload: still a run
     assert run["compilations"] == [] and run["diagnostics"] == []
-    warnings = {(w["path"], w["message"]) for w in run["warnings"]}
-    assert warnings == {
-        ("notes.csv", "no Triton IR, diagnostics or timing report found in notes.csv; kept as log lines"),
-        (warning_log.name, f"no Triton IR, diagnostics or timing report found in {warning_log.name}; kept as log lines"),
+    assert run["warnings"] == []
+    noted = {(f["path"], f["role"], f["note"]) for f in run["logs"]}
+    assert noted == {
+        ("notes.csv", "log", "no Triton IR, diagnostics or timing report: kept as log lines"),
+        (warning_log.name, "log", "no Triton IR, diagnostics or timing report: kept as log lines"),
     }
     reader = BlobReader()
     with db.session() as session:
@@ -169,7 +171,7 @@ def test_text_without_ir_diagnostics_or_timing_is_kept_as_a_log_with_a_warning(d
     # A log with IR, a diagnostic or a timing report gets no such warning.
     quiet = ingest_paths(db, [write(tmp_path, "dump.log", LOG), FIXTURES / "compilation_error_triton39.txt",
                               FIXTURES / "timing_report_sm90.txt"])
-    assert not [w for w in quiet["warnings"] if "no Triton IR" in w["message"]]
+    assert not [f for f in quiet["logs"] if f["note"] and "no Triton IR" in f["note"]]
 
 
 def test_cli_refuses_a_missing_path_and_ingests_nothing(tmp_path):

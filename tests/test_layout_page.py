@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import gzip
 import html
 import json
@@ -81,14 +82,37 @@ def test_triton_refusals_are_refused(client):
         assert r.status_code == 400, (fx["attr"], fx["shape"])
 
 
-def test_page_draws_a_grid_with_legend_and_folds_large_tensors(client):
-    r = client.get("/-/layout", params={"attr": BLOCKED, "shape": "128x256"}, headers={"accept": "text/html"})
-    assert r.status_code == 200
+def _page_data(page: str) -> dict:
+    start = page.index('<script type="application/json" id="layout-data">') + len('<script type="application/json" id="layout-data">')
+    return json.loads(page[start:page.index("</script>", start)])
+
+
+def _owners_from_tables(data: dict) -> list[list[list[int]]]:
+    """What static/layout.js reads from the page's tables: each element's [thread, register] owners,
+    in the order the JSON lists them (block, warp, lane, register)."""
+    t = data["tables"]
+    owners: list[list[list[int]]] = [[] for _ in range(data["rows"] * data["cols"])]
+    for bv in t["block"]:
+        for w, wv in enumerate(t["warp"]):
+            for lane, lv in enumerate(t["lane"]):
+                for r, rv in enumerate(t["register"]):
+                    i = (bv ^ wv ^ lv ^ rv) - data["base"]
+                    if 0 <= i < len(owners):
+                        owners[i].append([w * data["tpw"] + lane, r])
+    return owners
+
+
+def test_page_sends_the_whole_mapping_as_compact_data(client):
+    """A 128x256 layout is drawn whole (no windows), from a few KB of tables that give every element
+    the owners the JSON twin lists (which tests/test_layouts_triton.py checks against Triton)."""
+    params = {"attr": BLOCKED, "shape": "128x256"}
+    r = client.get("/-/layout", params=params, headers={"accept": "text/html"})
+    assert r.status_code == 200 and len(r.content) < 20_000
     page = r.text
-    assert page.count('<g class="cell"') == 64 * 64
-    assert "folded: rows 0-63 of 128, columns 0-63 of 256" in page
-    assert "warp 3" in page and "T32 (warp 1, lane 0) register 0" in page
-    assert 'data-key="right"' in page and 'data-key="down"' in page
+    data = _page_data(page)
+    assert (data["rows"], data["cols"], data["base"]) == (128, 256, 0)
+    assert _owners_from_tables(data) == client.get("/-/layout.json", params=params).json()["owners"]
+    assert "warp 3" in page and len(data["palette"]) == 4
     assert html.escape(BLOCKED, quote=False) in page
 
 
@@ -97,7 +121,31 @@ def test_page_shows_broadcast_and_shared_banks(client):
     assert "held by 16 threads" in r.text  # 128 threads, 16 elements, 2 registers each
     attr = "#ttg.swizzled_shared<{vec = 2, perPhase = 1, maxPhase = 4, order = [1, 0]}>"
     r = client.get("/-/layout", params={"attr": attr, "shape": "4x8"}, headers={"accept": "text/html"})
-    assert "offset 10, bank 5" in r.text
+    data = _page_data(r.text)
+    assert data["offsets"]["type"] == "u8" and data["banks"]["type"] == "u8"
+    offsets, banks = (list(base64.b64decode(data[key]["data"])) for key in ("offsets", "banks"))
+    body = client.get("/-/layout.json", params={"attr": attr, "shape": "4x8"}).json()
+    assert offsets == body["offsets"] and banks == body["banks"]
+
+
+def test_the_element_type_is_shown_and_sizes_the_banks(client):
+    """A link from a pointer tensor passes its element type as the IR writes it; banks are 8 bytes wide."""
+    attr = "#ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [1, 0]}>"
+    r = client.get("/-/layout", params={"attr": attr, "shape": "4x8", "elem": "!tt.ptr<f16>"},
+                   headers={"accept": "text/html"})
+    assert "!tt.ptr&lt;f16&gt;" in r.text and "(i64 wide)" in r.text
+    banks = list(base64.b64decode(_page_data(r.text)["banks"]["data"]))
+    assert banks[:3] == [0, 2, 4]  # 8-byte elements: two 4-byte banks each
+
+
+def test_a_drawn_page_comes_from_the_page_cache(client, monkeypatch):
+    from app.web.views import layout as view
+
+    params = {"attr": BLOCKED, "shape": "64x64", "elem": "f16"}
+    first = client.get("/-/layout", params=params, headers={"accept": "text/html"})
+    monkeypatch.setattr(view, "describe", lambda *a, **k: pytest.fail("drawn again"))
+    again = client.get("/-/layout", params=params, headers={"accept": "text/html"})
+    assert again.status_code == 200 and again.content == first.content
 
 
 def test_page_reports_refusal_as_400(client):
@@ -151,8 +199,14 @@ def test_blackwell_and_rotating_kinds_are_drawn(client):
     body = client.get("/-/layout.json", params={"attr": tmem, "shape": "128x128"}).json()
     assert body["kind"] == "tensor_memory" and body["blocks"] == 2
     assert body["cells"][64 * 128] == [[0, 0, 1]] and body["cells"][64] == [[64, 0, 0]]
-    page = client.get("/-/layout", params={"attr": tmem, "shape": "128x128", "row0": 64}).text
-    assert "TMEM lane 0, column 0, CTA 1" in page
+    data = _page_data(client.get("/-/layout", params={"attr": tmem, "shape": "128x128"}).text)
+    t = data["tables"]  # what static/layout.js reads: each element's [lane, column, CTA] cells
+    cells: list[list[list[int]]] = [[] for _ in range(128 * 128)]
+    for b, bv in enumerate(t["block"]):
+        for r, rv in enumerate(t["row"]):
+            for c, cv in enumerate(t["col"]):
+                cells[bv ^ rv ^ cv].append([r, c, b])
+    assert cells == body["cells"]
     fp4 = "#ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = false, elementBitWidth = 8, fp4Padded = true}>"
     body = client.get("/-/layout.json", params={"attr": fp4, "shape": "8x64", "dtype": "i8"}).json()
     # each 16-byte group holds 8 bytes: the padding bytes are skipped

@@ -15,13 +15,14 @@ from app.insight import precompute as map_prep
 from app.insight import source_map
 from app.store.db import Database
 from app.store.models import Compilation, LineIndex
-from app.web.views.snapshots import _snapshot_analysis, _text_loader
+from app.web.views.ir_page import text_loader
+from app.web.views.snapshots import _snapshot_analysis
 from tests.conftest import FIXTURES, corpus_archive, fresh_db_url, ingest_paths
 from tests.test_snapshot_pages import get_json, make_site
 
 
 def _expected(session, compilation, snapshot) -> dict[tuple[str, int], list[int]]:
-    return _snapshot_analysis(session, compilation, snapshot, _text_loader(session, snapshot.blob)).by_source
+    return _snapshot_analysis(session, compilation, snapshot, text_loader(session, snapshot.blob)).by_source
 
 
 @pytest.mark.parametrize("stored", [True, False], ids=["prepared-after-ingest", "computed-on-first-visit"])

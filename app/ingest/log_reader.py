@@ -4,7 +4,6 @@ compressed as it streams by), diagnostics and timing reports."""
 from __future__ import annotations
 
 import hashlib
-import posixpath
 from collections.abc import Callable
 from typing import BinaryIO
 
@@ -53,6 +52,9 @@ class _LogText:
         self._compress()
         self.parts.append(self.compressor.flush())
         return self.digest.hexdigest(), self.size, b"".join(self.parts)
+
+
+NO_IR_NOTE = "no Triton IR, diagnostics or timing report: kept as log lines"
 
 
 class LogReader:
@@ -129,10 +131,9 @@ class LogReader:
             )
         if (not dumps and not result.diagnostics and not result.timings and not autotune.entries
                 and self.bytes_read() > start):
-            problem(
-                "warning", f"no Triton IR, diagnostics or timing report found in {posixpath.basename(path)}; "
-                "kept as log lines", path=path,
-            )
+            # A capture's meta.txt or a program's stdout: expected beside the logs, so a note on the
+            # file (the run page lists them), not a warning.
+            result.note = NO_IR_NOTE
         self.state.logs.append(result)
         if autotune.entries:
             self.state.run.autotune = (self.state.run.autotune or []) + [

@@ -141,6 +141,7 @@ class Ingest:
             if role == "log":
                 record["log_blob"] = self.logs.read(input_file.path, stream, input_file.origin)
                 record["size"] = state.bytes_read - start
+                record["note"] = state.logs[-1].note
             elif role == "tritonparse":
                 record["note"] = self.traces.read(input_file.path, stream)
                 record["size"] = state.bytes_read - start

@@ -169,25 +169,23 @@ class RunWriter:
 
 
 def _inherit_target(rows: list[Compilation]) -> None:
-    """A failed compilation made from a diagnostic has no IR to read its target from. When every
-    other compilation of the run comes from the diagnostic's own log and they all agree on the
-    target in Triton's form (`cuda:90`; an LLVM triple says too little) or Triton version, it was
-    compiled by that process for it too; otherwise the field stays unknown."""
-    made = [row for row in rows if row.origin == "diagnostic"]
-    others = [row for row in rows if row.origin != "diagnostic"]
-    if not made or not others:
-        return
-    logs = {row.log_name for row in others}
-    if len(logs) != 1 or None in logs:
-        return
-    (log_name,) = logs
-    for field_name in ("target", "triton_version"):
-        values = {getattr(row, field_name) for row in others}
-        if len(values) != 1 or None in values:
+    """A failed compilation made from a diagnostic has no IR to read its target from. When the other
+    compilations of the diagnostic's own log (one process wrote it) agree on the target in Triton's
+    form (`cuda:90`; an LLVM triple says too little) or Triton version, it was compiled by that
+    process for it too; otherwise the field stays unknown. Other logs of the upload (the demo holds
+    several captures, for other GPUs) say nothing about this one."""
+    for row in rows:
+        if row.origin != "diagnostic" or row.log_name is None:
             continue
-        if field_name == "target" and ":" not in next(iter(values)):
-            continue  # an LLVM triple (a log of LLVM dumps alone) names no GPU: cuda:90 and hip alike
-        (value,) = values
-        for row in made:
-            if row.log_name == log_name and getattr(row, field_name) is None:
+        others = [other for other in rows if other.origin != "diagnostic" and other.log_name == row.log_name]
+        if not others:
+            continue
+        for field_name in ("target", "triton_version"):
+            values = {getattr(other, field_name) for other in others}
+            if len(values) != 1 or None in values:
+                continue
+            (value,) = values
+            if field_name == "target" and ":" not in value:
+                continue  # an LLVM triple (a log of LLVM dumps alone) names no GPU: cuda:90 and hip alike
+            if getattr(row, field_name) is None:
                 setattr(row, field_name, value)

@@ -38,6 +38,7 @@ class LogResult:
     timings: list[tuple[TimingReport, CompilationRecord | None]] = field(default_factory=list)
     reproducer: Reproducer | None = None  # MLIR's reproducer in the gap text since the last dump
     trace: Trace = field(default_factory=Trace)  # LLVM pass-manager lines since the last dump
+    note: str | None = None  # what the upload's file list says of it (plain text: no IR in it)
 
 
 @dataclass

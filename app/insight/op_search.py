@@ -77,6 +77,9 @@ def search_compilations(
                 "term": f"{field_name}:{value}",
                 "suggestions": suggestions(session, field_name, value),
                 "known_group": field_name != "group" or value.lower() in GROUPS_BY_KEY,
+                # `op:tma` names a hardware group, not an op: offer the group's search as well
+                "related": [f"group:{value.lower()}"]
+                if field_name != "group" and value.lower() in GROUPS_BY_KEY else [],
             })
     result = {
         "terms": [f"{name}:{value}" for name, value in query.terms],

@@ -129,17 +129,20 @@ def sparkline(values: list[float | None], rows: list[dict], label: str, unit: st
             current.append(f"{x(i):.1f},{y(value):.1f}")
     if current:
         segments.append(current)
+    # Stretched to its column's width (preserveAspectRatio none); strokes keep their width, and
+    # dots are zero-length round-capped lines, which stay round however the x axis is stretched.
     parts = [(f'<svg class="spark" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" '
-             f'role="img" aria-label="{escape(label)} per pass">')]
+             f'preserveAspectRatio="none" role="img" aria-label="{escape(label)} per pass">')]
     for points in segments:
         if len(points) == 1:
             cx, cy = points[0].split(",")
-            parts.append(f'<circle class="spark-dot" cx="{cx}" cy="{cy}" r="1.5"/>')
+            parts.append(f'<line class="spark-dot" x1="{cx}" y1="{cy}" x2="{cx}" y2="{cy}"/>')
         else:
             parts.append(f'<polyline class="spark-line" points="{" ".join(points)}"/>')
     for i in sorted(marked):
         if 0 <= i < count and values[i] is not None:
-            parts.append(f'<circle class="spark-outlier" cx="{x(i):.1f}" cy="{y(values[i]):.1f}" r="2.5"/>')
+            parts.append(f'<line class="spark-outlier" x1="{x(i):.1f}" y1="{y(values[i]):.1f}" '
+                         f'x2="{x(i):.1f}" y2="{y(values[i]):.1f}"/>')
     half = step / 2 if count > 1 else WIDTH / 2
     for i, (value, row) in enumerate(zip(values, rows, strict=True)):
         shown = "—" if value is None else (f"{value:.2f}" if isinstance(value, float) else f"{value:,}")

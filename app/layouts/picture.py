@@ -1,18 +1,33 @@
-"""The layout page's picture model: a window of at most 64 x 64 cells of one 2-D slice, with
-each cell's label, colour and hover text. Pure data; templates/layout.html draws it as SVG."""
+"""The layout page's picture model: one 2-D slice of the tensor as compact data that
+static/layout.js draws on a canvas. Pure data, no per-cell markup: a 128x128 distributed layout
+is a few hundred bytes of tables, a shared one two typed arrays (base64) of one entry per element.
+
+Distributed and tensor-memory layouts are sent as Triton's linear layout turned into one table per
+hardware dimension (register, lane, warp, block; or row, column, block): entry i of a table is the
+row-major element index that basis combination i reaches, and a slot's element is the XOR of its
+dimensions' entries (sizes are powers of two, so XOR of coordinates is XOR of indices; see
+app/layouts/mapping.py, whose per-element owners are the same walk). Shared layouts are sent as
+the offsets and banks mapping.describe computes per element.
+"""
 
 from __future__ import annotations
 
+import base64
+import colorsys
+from array import array
+
 from app.layouts.errors import LayoutError
 
-WINDOW = 64
+COLUMNS_1D = 64  # a 1-D tensor is drawn in rows of this many elements
 
 
-def _colour(index: int, count: int) -> str:
-    """Hues spread evenly; past 12 (banks), neighbours also alternate in lightness to stay apart."""
+def colour(index: int, count: int) -> str:
+    """Hues spread evenly; past 12 (banks), neighbours also alternate in lightness to stay apart.
+    As #rrggbb: the page writes these into an image's pixels."""
     hue = index * 360 // max(count, 1)
     light = 78 if count <= 12 or index % 2 == 0 else 88
-    return f"hsl({hue}, 62%, {light}%)"
+    red, green, blue = colorsys.hls_to_rgb(hue / 360, light / 100, 0.62)
+    return "#" + "".join(f"{round(v * 255):02x}" for v in (red, green, blue))
 
 
 def _lead_index(shape: list[int], lead: str) -> list[int]:
@@ -31,76 +46,78 @@ def _lead_index(shape: list[int], lead: str) -> list[int]:
     return idx
 
 
-def picture(layout: dict, row0: int = 0, col0: int = 0, lead: str = "") -> dict:
+def _flat_table(bases: list[list[int]], shape: list[int]) -> list[int]:
+    """The element index every combination of these bases reaches (combination i: the XOR of the
+    bases whose bit is set in i), row-major over `shape`."""
+    flat = []
+    for basis in bases:
+        index = 0
+        for size, value in zip(shape, basis):
+            index = index * size + value
+        flat.append(index)
+    table = [0]
+    for b in flat:
+        table += [t ^ b for t in table]
+    return table
+
+
+def _b64(values: list[int], code: str) -> str:
+    data = array(code, values)
+    if data.itemsize > 1 and array("H", [1]).tobytes()[0] != 1:
+        data.byteswap()  # the page reads little-endian typed arrays
+    return base64.b64encode(data.tobytes()).decode("ascii")
+
+
+def _typed(values: list[int]) -> dict:
+    """The smallest typed array that holds `values` (all >= 0), base64."""
+    top = max(values, default=0)
+    code, name = ("B", "u8") if top < 1 << 8 else ("H", "u16") if top < 1 << 16 else ("I", "u32")
+    return {"type": name, "data": _b64(values, code)}
+
+
+def picture(layout: dict, lead: str = "") -> dict:
+    """What the page draws: the slice's rows and columns, where its elements start in the tensor,
+    the palette, legend and notes, and `data` for static/layout.js."""
     shape = layout["shape"]
     kind = layout["kind"]
     notes = []
     if len(shape) == 1:
-        cols = min(shape[0], WINDOW)
+        cols = min(shape[0], COLUMNS_1D)
         rows = shape[0] // cols
-        base, row_stride = 0, cols
+        base = 0
         if rows > 1:
             notes.append(f"a 1-D tensor of {shape[0]} drawn in rows of {cols}")
     else:
         lead_idx = _lead_index(shape, lead)
         rows, cols = shape[-2], shape[-1]
-        row_stride = cols
         base = 0
         for i, s in zip(lead_idx, shape):
             base = base * s + i
         base *= rows * cols
         if lead_idx:
             notes.append(f"the slice [{', '.join(map(str, lead_idx))}, :, :] of a rank-{len(shape)} tensor")
-    row0 = max(0, min(row0, rows - 1)) // WINDOW * WINDOW
-    col0 = max(0, min(col0, cols - 1)) // WINDOW * WINDOW
-    nrows, ncols = min(WINDOW, rows - row0), min(WINDOW, cols - col0)
-    if nrows < rows or ncols < cols:
-        notes.append(f"folded: rows {row0}-{row0 + nrows - 1} of {rows}, columns {col0}-{col0 + ncols - 1} of {cols}")
-    cells = []
-    legend: list[dict] = []
-    broadcast = 1
+    data: dict = {"kind": kind, "shape": shape, "rows": rows, "cols": cols, "base": base}
     if kind == "distributed":
-        tpw, warps = layout["threads_per_warp"], layout["warps"]
-        legend = [{"label": f"warp {w}", "colour": _colour(w, warps)} for w in range(warps)]
+        warps = layout["warps"]
+        palette = [colour(w, warps) for w in range(warps)]
+        legend = [{"label": f"warp {w}", "colour": palette[w]} for w in range(warps)]
+        data["tpw"] = layout["threads_per_warp"]
+        data["tables"] = {dim: _flat_table(layout["bases"][dim], shape)
+                          for dim in ("block", "warp", "lane", "register")}
+        broadcast = max(len(owners) for owners in layout["owners"])
+        if broadcast > 1:
+            notes.append(f"broadcast: some elements are held by {broadcast} threads (all are listed on hover)")
     elif kind == "shared":
-        legend = [{"label": f"bank {b}", "colour": _colour(b, 32)} for b in range(32)]
-    for r in range(nrows):
-        for c in range(ncols):
-            e = base + (row0 + r) * row_stride + col0 + c
-            coord = _coord(shape, e)
-            cell = {"r": r, "c": c, "coord": coord}
-            if kind == "distributed":
-                owners = layout["owners"][e]
-                broadcast = max(broadcast, len(owners))
-                t0, reg0 = owners[0][0], owners[0][1]
-                cell.update(label=str(t0 % tpw), colour=_colour(t0 // tpw, warps), threads=" ".join(
-                    str(o[0]) for o in owners), copies=len(owners), title="; ".join(
-                    f"T{o[0]} (warp {o[0] // tpw}, lane {o[0] % tpw}) register {o[1]}"
-                    + (f" block {o[2]}" if len(o) > 2 else "") for o in owners))
-                cell["reg"] = reg0
-            elif kind == "shared":
-                off, bank = layout["offsets"][e], layout["banks"][e]
-                cell.update(label=str(off), colour=_colour(bank, 32), threads=str(bank), copies=1,
-                            title=f"offset {off}, bank {bank}")
-            else:
-                held = layout["cells"][e]
-                cell.update(label=str(held[0][0]), colour=_colour(held[0][0] // 32, 4), threads=str(held[0][0]),
-                            copies=len(held), title="; ".join(f"TMEM lane {h[0]}, column {h[1]}"
-                                                            + (f", CTA {h[2]}" if len(h) > 2 else "") for h in held))
-            cells.append(cell)
-    if broadcast > 1:
-        notes.append(f"broadcast: some elements are held by {broadcast} threads (all are listed on hover)")
-    pages = {
-        "up": row0 - WINDOW if row0 > 0 else None, "down": row0 + WINDOW if row0 + WINDOW < rows else None,
-        "left": col0 - WINDOW if col0 > 0 else None, "right": col0 + WINDOW if col0 + WINDOW < cols else None,
-    }
-    return {"rows": nrows, "cols": ncols, "row0": row0, "col0": col0, "cells": cells, "legend": legend,
-            "notes": notes, "pages": pages}
-
-
-def _coord(shape: list[int], e: int) -> list[int]:
-    out = []
-    for s in reversed(shape):
-        out.append(e % s)
-        e //= s
-    return out[::-1]
+        palette = [colour(b, 32) for b in range(32)]
+        legend = [{"label": f"bank {b}", "colour": palette[b]} for b in range(32)]
+        end = base + rows * cols
+        data["offsets"] = _typed(layout["offsets"][base:end])
+        data["banks"] = _typed(layout["banks"][base:end])
+        if "block_of" in layout:
+            data["block_of"] = _typed(layout["block_of"][base:end])
+    else:
+        palette = [colour(q, 4) for q in range(4)]
+        legend = [{"label": f"lanes {32 * q}-{32 * q + 31}", "colour": palette[q]} for q in range(4)]
+        data["tables"] = {dim: _flat_table(layout["bases"].get(dim, []), shape) for dim in ("block", "row", "col")}
+    data["palette"] = palette
+    return {"rows": rows, "cols": cols, "legend": legend, "notes": notes, "data": data}

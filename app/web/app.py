@@ -28,7 +28,20 @@ from app.web.page_cache import CachedPageMiddleware
 from app.web.responder import STATIC_DIR, http_error
 from app.web.security import SecurityMiddleware, server_error
 from app.web.views import auth as auth_views
-from app.web.views import compare, diffs, history, layout, manage, meta, runs, snapshots
+from app.web.views import (
+    compare,
+    compilations,
+    diffs,
+    files,
+    history,
+    layout,
+    line_map,
+    manage,
+    meta,
+    runs,
+    snapshots,
+    sources,
+)
 from parsers.sources import Limits
 
 log = logging.getLogger("irlens")
@@ -112,7 +125,8 @@ def create_app(settings: Settings | None = None, background: bool = True) -> Fas
     app.state.disassembler = find_disassembler(settings.sass_disassembler)  # looked for once, not per upload
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     for router in (
-        meta.router, runs.router, snapshots.router, history.router, diffs.router, compare.router,
+        meta.router, runs.router, compilations.router, snapshots.router, files.router, line_map.router, sources.router,
+        history.router, diffs.router, compare.router,
         layout.router, auth_views.router, manage.router,
     ):
         app.include_router(router)

@@ -47,33 +47,87 @@ def matmul(server_url):
             "server": server_url}
 
 
+def _cell_point(page, r: int, c: int) -> tuple[float, float]:
+    """Where cell (r, c) of the inspector's canvas is on screen (the page says its cell size)."""
+    grid = page.locator("#layout-grid")
+    box = grid.bounding_box()
+    size, x0, y0 = (float(grid.get_attribute(k)) for k in ("data-cell-size", "data-origin-x", "data-origin-y"))
+    return box["x"] + x0 + (c + 0.5) * size, box["y"] + y0 + (r + 0.5) * size
+
+
+def _expected(body: dict, r: int, c: int) -> str:
+    """The answer for cell (r, c) of a 2-D distributed layout, from the JSON twin's owners."""
+    tpw = body["threads_per_warp"]
+    owners = body["owners"][r * body["shape"][1] + c]
+    return f"({r}, {c}): " + "\n".join(
+        f"T{t} (warp {t // tpw}, lane {t % tpw}) register {reg}" for t, reg, *_ in owners)
+
+
 def test_clicking_an_alias_in_a_snapshot_opens_its_layout(matmul, browser_page, page_errors):
     page = browser_page
+    page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(matmul["snapshot"])
     expect(page.locator("[data-ready]")).to_have_count(1)
     shape = page.evaluate(FIRST_TYPED_USE, ".ir a.ly:not(.def)")
     assert shape, "no alias used in a tensor type"
     alias = page.locator("[data-test-use]").get_attribute("data-ly")
     page.locator("[data-test-use]").click()
-    expect(page).to_have_url(re.compile(r"/-/layout\?attr=.*&shape=" + shape))
-    grid = page.locator("#layout-grid")
+    expect(page).to_have_url(re.compile(r"/-/layout\?attr=.*&shape=" + shape + "&elem="))
+    grid = page.locator("#layout-grid[data-drawn]")
     expect(grid).to_be_visible()
     expect(page.locator(".layout-legend")).to_contain_text("warp 0")
-    # The picture is the JSON's owners: the first cell is held by the first owner's lane.
     body = httpx.get(page.url.replace("/-/layout?", "/-/layout.json?"), timeout=60).json()
-    first = body["owners"][0][0]
-    expect(grid.locator("g.cell").first.locator("text")).to_have_text(str(first[0] % body["threads_per_warp"]))
-    # Keyboard: select, move right, and the address shares the selected cell.
-    grid.focus()
-    page.keyboard.press("ArrowRight")
+    rows, cols = body["shape"]
+    # Hover answers beside the grid, as the JSON's owners say; the readout is in view, right of the grid.
+    for r, c in ((0, 0), (rows // 2, cols // 3), (rows - 1, cols - 1)):
+        page.mouse.move(*_cell_point(page, r, c))
+        expect(page.locator("#layout-hover")).to_have_text(_expected(body, r, c))
+    info = page.locator("#layout-info").bounding_box()
+    grid_box = grid.bounding_box()
+    assert info["x"] >= grid_box["x"] + grid_box["width"] and info["y"] + info["height"] <= 1000
+    assert grid_box["y"] + grid_box["height"] <= 1000, "the fitted grid is in view"
+    # A click selects; keyboard moves; the address shares the selected cell.
+    page.mouse.click(*_cell_point(page, 0, 0))
+    expect(page.locator("#layout-info")).to_have_text(_expected(body, 0, 0))
     page.keyboard.press("ArrowRight")
     expect(page).to_have_url(re.compile(r"#cell=0,1$"))
-    expect(page.locator("#layout-info")).to_contain_text("0, 1: T")
-    shared = page.url
-    page.goto(shared)
-    expect(page.locator("g.cell.selected")).to_have_count(1)
-    expect(page.locator("g.cell.selected")).to_have_attribute("data-c", "1")
+    expect(page.locator("#layout-info")).to_have_text(_expected(body, 0, 1))
+    page.goto(page.url)
+    page.reload()
+    expect(page.locator("#layout-info")).to_have_text(_expected(body, 0, 1))
     assert alias
+    assert page_errors == []
+
+
+def test_layout_chips_open_the_inspector_at_a_use(matmul, browser_page, page_errors):
+    """Beside each drawable alias chip above a snapshot, a link opens the inspector at the shape and
+    element type of a use in the IR (the chip itself still jumps to the definition), and the
+    inspector shows that element type."""
+    page = browser_page
+    page.goto(matmul["snapshot"])
+    expect(page.locator("[data-ready]")).to_have_count(1)
+    raw = httpx.get(matmul["snapshot"] + "/raw", timeout=60).text
+    chips = page.locator(".ly-legend a.ly-draw[href*='/-/layout?']")
+    assert chips.count() >= 2
+    for k in range(chips.count()):
+        query = parse_qs(urlsplit(chips.nth(k).get_attribute("href")).query)
+        alias = chips.nth(k).get_attribute("data-ly")
+        # the shape and element type are those of a use of this alias in the raw IR
+        assert f"<{query['shape'][0]}x{query['elem'][0]}, #{alias}" in raw, (alias, query)
+        assert query["attr"][0].startswith("#ttg.")
+    first = chips.first
+    elem = parse_qs(urlsplit(first.get_attribute("href")).query)["elem"][0]
+    first.click()
+    expect(page.locator("#layout-grid[data-drawn]")).to_be_visible()
+    expect(page.locator("#layout-elem")).to_have_text(elem)
+    assert page_errors == []
+
+
+def test_the_top_bar_opens_the_inspector(server_url, browser_page, page_errors):
+    page = browser_page
+    page.goto(server_url + "/")
+    page.locator(".topbar a.nav-link", has_text="Layouts").click()
+    expect(page.locator(".layout-form textarea[name=attr]")).to_be_visible()
     assert page_errors == []
 
 
@@ -86,24 +140,47 @@ def test_clicking_an_alias_in_a_diff_opens_its_layout(matmul, browser_page, page
     assert shape, "no alias used in a tensor type in the diff"
     page.locator("[data-test-use]").click()
     expect(page).to_have_url(re.compile(r"/-/layout\?attr=.*&shape=" + shape))
-    expect(page.locator("#layout-grid g.cell").first).to_be_visible()
+    expect(page.locator("#layout-grid[data-drawn]")).to_be_visible()
     assert page_errors == []
 
 
-def test_large_tensors_fold_and_the_brackets_move_between_windows(server_url, browser_page, page_errors):
+def test_large_tensors_are_drawn_whole_fitted_and_zoom(server_url, browser_page, page_errors):
     page = browser_page
+    page.set_viewport_size({"width": 1400, "height": 1000})
     attr = "#ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [4, 1], instrShape = [16, 128, 16]}>"
-    page.goto(server_url + Urls().layout(attr, "128x256"))
-    expect(page.locator(".layout-note").first).to_contain_text("folded: rows 0-63 of 128, columns 0-63 of 256")
-    page.locator("#layout-grid").focus()
-    page.keyboard.press("]")
-    expect(page.locator(".layout-note").first).to_contain_text("columns 64-127 of 256")
-    # The key opened another page: its script listens for keys once it has loaded (under load, the
-    # note's text can be there before it).
-    page.wait_for_load_state("load")
-    page.locator("#layout-grid").focus()
-    page.keyboard.press("}")
-    expect(page.locator(".layout-note").first).to_contain_text("rows 64-127 of 128")
+    url = server_url + Urls().layout(attr, "128x256")
+    page.goto(url)
+    grid = page.locator("#layout-grid[data-drawn]")
+    expect(grid).to_be_visible()
+    box = grid.bounding_box()
+    assert box["y"] + box["height"] <= 1000 and box["x"] + box["width"] <= 1400, box
+    body = httpx.get(url.replace("/-/layout?", "/-/layout.json?"), timeout=60).json()
+    page.mouse.move(*_cell_point(page, 127, 255))
+    expect(page.locator("#layout-hover")).to_have_text(_expected(body, 127, 255))
+    fitted = int(grid.get_attribute("data-cell-size"))
+    grid.focus()
+    page.keyboard.press("+")
+    expect(grid).not_to_have_attribute("data-cell-size", str(fitted))
+    assert int(grid.get_attribute("data-cell-size")) > fitted
+    page.mouse.move(*_cell_point(page, 3, 5))  # the zoomed grid still answers per cell
+    expect(page.locator("#layout-hover")).to_have_text(_expected(body, 3, 5))
+    page.keyboard.press("0")
+    expect(grid).to_have_attribute("data-cell-size", str(fitted))
+    assert page_errors == []
+
+
+def test_shared_layouts_answer_offsets_and_banks(server_url, browser_page, page_errors):
+    page = browser_page
+    attr = "#ttg.swizzled_shared<{vec = 2, perPhase = 1, maxPhase = 4, order = [1, 0]}>"
+    url = server_url + Urls().layout(attr, "16x32", elem="f16")
+    page.goto(url)
+    expect(page.locator("#layout-grid[data-drawn]")).to_be_visible()
+    body = httpx.get(url.replace("/-/layout?", "/-/layout.json?"), timeout=60).json()
+    for r, c in ((0, 0), (1, 5), (15, 31)):
+        page.mouse.move(*_cell_point(page, r, c))
+        e = r * 32 + c
+        expect(page.locator("#layout-hover")).to_have_text(
+            f"({r}, {c}): offset {body['offsets'][e]}, bank {body['banks'][e]}")
     assert page_errors == []
 
 
@@ -181,5 +258,5 @@ def test_clicking_an_alias_in_a_comparison_preview_opens_that_sides_layout(serve
     expect(page).to_have_url(re.compile(r"/-/layout\?attr=.*&shape=" + shape))
     attr = parse_qs(urlsplit(page.url).query)["attr"][0]
     assert attr == b_defs[name] and attr != a_defs[name]
-    expect(page.locator("#layout-grid g.cell").first).to_be_visible()
+    expect(page.locator("#layout-grid[data-drawn]")).to_be_visible()
     assert page_errors == []

@@ -50,7 +50,14 @@ from app.web.errors import error_json
 from app.web.page_cache import cache_response, cached_response
 from app.web.responder import SessionDep, UrlsDep, render_block, templates
 from app.web.views import diffs
-from app.web.views.diff_rows import PageOptions, RowRenderer, page_pieces, parse_options
+from app.web.views.diff_rows import (
+    PageOptions,
+    RowRenderer,
+    ignore_toggles,
+    ignores_anything,
+    page_pieces,
+    parse_options,
+)
 
 router = APIRouter()
 
@@ -80,7 +87,7 @@ class CompareOptions:
 
     @property
     def ignores(self) -> bool:
-        return self.diff.loc or self.diff.ssa or self.diff.alias
+        return ignores_anything(self.diff)
 
     def as_dict(self) -> dict[str, Any]:
         return {"loc": self.diff.loc, "ssa": self.diff.ssa, "alias": self.diff.alias, "context": self.context}
@@ -247,15 +254,8 @@ def _page_model(data: dict[str, Any], options: CompareOptions, urls: Urls, a: Si
         for kind, start, end in fold([not row["identical"] for row in pairs], options.context)
     ]
     base = urls.compare(a.id, b.id)
-    toggles = [
-        {"name": "loc", "label": "Locations", "on": options.diff.loc, "url": base + options.query(loc=not options.diff.loc),
-         "title": "Ignore loc(...) and #loc alias lines when checking whether differing passes really differ"},
-        {"name": "ssa", "label": "SSA numbering", "on": options.diff.ssa, "url": base + options.query(ssa=not options.diff.ssa),
-         "title": "Ignore renumbered values (%12 → %13) when they rename consistently"},
-        {"name": "alias", "label": "Alias numbering", "on": options.diff.alias,
-         "url": base + options.query(alias=not options.diff.alias),
-         "title": "Ignore renumbered aliases (#blocked1 → #blocked2) when they rename consistently"},
-    ]
+    toggles = ignore_toggles(options.diff, lambda **changes: base + options.query(**changes),
+                             "checking whether differing passes really differ")
     contexts = [{"label": str(n), "url": base + options.query(context=n), "on": options.context == n} for n in CONTEXT_CHOICES]
     contexts.append({"label": "all", "url": base + options.query(context=-1), "on": options.context < 0})
     a_run, a_ord = a.compilation.run_id, a.compilation.ordinal

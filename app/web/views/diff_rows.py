@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
@@ -73,6 +74,27 @@ class PageOptions:
 
     def as_dict(self) -> dict[str, Any]:
         return {**self.diff.as_dict(), "view": self.view}
+
+
+def ignore_toggles(options: DiffOptions, link: Callable[..., str], when: str = "comparing") -> list[dict[str, Any]]:
+    """The Ignore switches of the diff and compare pages (one definition, so both show the same
+    defaults): a switch is on when that part is ignored. Locations are ignored unless `loc=1` asks
+    to compare them (DiffOptions.loc); SSA and alias numbering only with `ssa=1` / `alias=1`.
+    `link(**changes)` is the page's URL with one option flipped; `when` ends the switches' titles."""
+    return [
+        {"name": "loc", "label": "Locations", "on": not options.loc, "url": link(loc=not options.loc),
+         "title": f"Ignore loc(...) and #loc alias lines when {when}" if not options.loc
+         else "Locations are compared; click to ignore them"},
+        {"name": "ssa", "label": "SSA numbering", "on": options.ssa, "url": link(ssa=not options.ssa),
+         "title": "Ignore renumbered values (%12 → %13, %acc_4 → %acc_9) when they rename consistently"},
+        {"name": "alias", "label": "Alias numbering", "on": options.alias, "url": link(alias=not options.alias),
+         "title": "Ignore renumbered aliases (#blocked1 → #blocked2, #shared3) when they rename consistently"},
+    ]
+
+
+def ignores_anything(options: DiffOptions) -> bool:
+    """Whether any part of the text is ignored (locations are, by default)."""
+    return not options.loc or options.ssa or options.alias
 
 
 def _flag(value: str | None) -> bool:

@@ -45,6 +45,7 @@ from app.web.views.diff_rows import (
     RowRenderer,
     gap_piece,
     hunk_header,
+    ignore_toggles,
     page_pieces,
     parse_options,
 )
@@ -450,31 +451,7 @@ def _page_model(
     def link(**changes: Any) -> str:
         return base + options.query(**changes)
 
-    toggles = [
-        {
-            "name": "loc",
-            "label": "Locations",
-            "on": not diff_options.loc,
-            "title": "Ignore loc(...) and #loc alias lines when comparing"
-            if not diff_options.loc
-            else "Locations are compared; click to ignore them",
-            "url": link(loc=not diff_options.loc),
-        },
-        {
-            "name": "ssa",
-            "label": "SSA numbering",
-            "on": diff_options.ssa,
-            "title": "Ignore renumbered values (%12 → %13, %acc_4 → %acc_9) when they rename consistently",
-            "url": link(ssa=not diff_options.ssa),
-        },
-        {
-            "name": "alias",
-            "label": "Alias numbering",
-            "on": diff_options.alias,
-            "title": "Ignore renumbered aliases (#blocked1 → #blocked2, #shared3) when they rename consistently",
-            "url": link(alias=not diff_options.alias),
-        },
-    ]
+    toggles = ignore_toggles(diff_options, link)
     contexts = [
         {"label": str(n), "url": link(context=n), "on": diff_options.context == n} for n in CONTEXT_CHOICES
     ]

@@ -10,7 +10,7 @@ from app.insight.page_data import snapshot_dict
 from app.insight.pass_attribution import attribute_rows
 from app.urls import Urls
 from app.web.responder import SessionDep, UrlsDep, respond
-from app.web.views.snapshots import load_compilation
+from app.web.views.ir_page import load_compilation
 
 router = APIRouter()
 FOLLOWED_KINDS = ("mlir", "internal")

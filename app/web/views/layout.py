@@ -1,31 +1,55 @@
 """The layout inspector: `/-/layout?attr=<encoding>&shape=AxB` draws which thread and register
-(or shared-memory offset) holds each element; `/-/layout.json` answers the same as data."""
+(or shared-memory offset) holds each element; `/-/layout.json` answers the same as data.
+
+The page is a pure function of its query, so a drawn page is kept in the page cache (it shows no
+run). It sends the mapping as compact data (app/layouts/picture.py) that static/layout.js draws on
+a canvas; the JSON twin lists every element's owners."""
 
 from __future__ import annotations
 
+import json
+
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
+from markupsafe import Markup
 
 from app.layouts.conversion import conversion
 from app.layouts.errors import LayoutError
-from app.layouts.mapping import describe, dtype_bits, layout_kind
+from app.layouts.mapping import describe, layout_kind
 from app.layouts.parse import parse_encoding, parse_shape
 from app.layouts.picture import picture
-from app.web.responder import respond, wants_json
+from app.layouts.uses import dtype_of
+from app.web.page_cache import cache_response, cached_response
+from app.web.responder import SessionDep, respond, wants_json
 
 router = APIRouter()
 
 
 @router.get("/-/layout")
 @router.get("/-/layout.json")
-def layout_page(request: Request, attr: str = "", shape: str = "", dtype: str = "f16", row0: int = 0,
-                col0: int = 0, lead: str = "", to: str = "", target: str = ""):
-    form = {"attr": attr, "shape": shape, "dtype": dtype, "to": to, "target": target}
+def layout_page(request: Request, session: SessionDep, attr: str = "", shape: str = "", dtype: str = "",
+                elem: str = "", lead: str = "", to: str = "", target: str = ""):
+    """`elem` is the tensor's element type as the IR writes it (`f16`, `!tt.ptr<f16>`); `dtype`, the
+    type whose width sizes shared-memory banks and scratch, follows from it unless given."""
+    if not wants_json(request):
+        cached = cached_response(request, session)
+        if cached is not None:
+            return cached
+    element_type = elem or dtype  # as the IR writes it: costs take it whole (pointers are 64-bit)
+    dtype = dtype or dtype_of(elem)
+    form = {"attr": attr, "shape": shape, "dtype": dtype, "elem": element_type, "to": to, "target": target}
     if not attr or not shape:
         if wants_json(request):
             raise HTTPException(400, "attr (the encoding, aliases expanded) and shape (like 64x128) are required")
         return respond(request, "layout.html", {"form": form, "layout": None, "error": None})
     try:
+        if not dtype:
+            # A conversion's scratch and a shared layout's swizzle depend on the element's width: say
+            # so rather than guess one. A distributed layout's picture does not depend on it.
+            if to or layout_kind(parse_encoding(attr)) == "shared":
+                raise LayoutError(f"the tensor's element type is needed (elem=f16, elem=!tt.ptr<f16>, ...)"
+                                  f"{'; ' + repr(elem) + ' is not one irlens knows' if elem else ''}")
+            dtype = "f16"
         dims = parse_shape(shape)
         buffers = None
         try:
@@ -37,9 +61,9 @@ def layout_page(request: Request, attr: str = "", shape: str = "", dtype: str = 
                 raise
             layout, buffers = _one_buffer(attr, dims, dtype, e)
         if to:
-            layout["conversion"] = {**conversion(attr, to, layout["shape"], dtype_bits(dtype), target),
+            layout["conversion"] = {**conversion(attr, to, layout["shape"], element_type or dtype, target),
                                     "to": to, "dtype": dtype, "target": target or None}
-        drawn = None if wants_json(request) else picture(layout, row0, col0, lead)
+        drawn = None if wants_json(request) else picture(layout, lead)
         if buffers:
             drawn["notes"].insert(0, buffers)
     except LayoutError as e:
@@ -50,8 +74,11 @@ def layout_page(request: Request, attr: str = "", shape: str = "", dtype: str = 
     if wants_json(request):
         return JSONResponse(layout)
     summary = {k: v for k, v in layout.items() if k not in ("owners", "offsets", "banks", "cells", "block_of")}
-    return respond(request, "layout.html", {"form": form, "layout": summary, "picture": drawn, "error": None,
-                                            "lead": lead})
+    # JSON inside <script>: only "<" could end the element early
+    script = json.dumps(drawn.pop("data"), separators=(",", ":")).replace("<", "\\u003c")
+    response = respond(request, "layout.html", {"form": form, "layout": summary, "picture": drawn, "error": None,
+                                                "lead": lead, "script_data": Markup(script)})
+    return cache_response(request, session, (), response)
 
 
 def _one_buffer(attr: str, dims: list[int], dtype: str, error: LayoutError) -> tuple[dict, str]:

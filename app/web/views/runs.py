@@ -38,6 +38,7 @@ from app.web.responder import (
 )
 from app.web.security import check_csrf
 from app.web.views.manage import parse_tags
+from app.web.views.sources import link_diagnostics
 
 router = APIRouter()
 blob_reader = BlobReader()
@@ -288,6 +289,7 @@ def run_page(request: Request, run_id: str, session: SessionDep, urls: UrlsDep):
     data["autotune"] = run_autotune(session, run, urls)
     annotate_variants(session, run, data["variants"], data["autotune"])
     data["profiles"] = run_profiles(session, run.id, urls)
+    link_diagnostics(session, run.id, data["diagnostics"] + data["compilation_diagnostics"], urls)
     if not wants_json(request):
         # Inline excerpts of the logs' non-IR text; the JSON gives their URLs instead.
         text_blobs = {
