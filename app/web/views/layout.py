@@ -8,6 +8,7 @@ a canvas; the JSON twin lists every element's owners."""
 from __future__ import annotations
 
 import json
+import re
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
@@ -23,6 +24,8 @@ from app.web.page_cache import cache_response, cached_response
 from app.web.responder import SessionDep, respond, wants_json
 
 router = APIRouter()
+_STATED_BITS = re.compile(r"elementBitWidth\s*=\s*(\d+)")
+_DTYPE_OF_BITS = {8: "i8", 16: "f16", 32: "f32", 64: "i64"}
 
 
 @router.get("/-/layout")
@@ -43,13 +46,18 @@ def layout_page(request: Request, session: SessionDep, attr: str = "", shape: st
             raise HTTPException(400, "attr (the encoding, aliases expanded) and shape (like 64x128) are required")
         return respond(request, "layout.html", {"form": form, "layout": None, "error": None})
     try:
+        stated = _STATED_BITS.search(attr)  # an nvmma_shared encoding names its element width itself
+        if not dtype and stated and not to:
+            dtype = _DTYPE_OF_BITS.get(int(stated.group(1)), "")
         if not dtype:
-            # A conversion's scratch and a shared layout's swizzle depend on the element's width: say
-            # so rather than guess one. A distributed layout's picture does not depend on it.
-            if to or layout_kind(parse_encoding(attr)) == "shared":
+            # A conversion's scratch depends on the element's width: say so rather than guess one. A
+            # picture is drawn for 16-bit elements then (only shared-memory banks depend on it), and
+            # the form says which type it drew.
+            if to:
                 raise LayoutError(f"the tensor's element type is needed (elem=f16, elem=!tt.ptr<f16>, ...)"
                                   f"{'; ' + repr(elem) + ' is not one irlens knows' if elem else ''}")
             dtype = "f16"
+            form["dtype"] = form["elem"] = dtype
         dims = parse_shape(shape)
         buffers = None
         try:
