@@ -183,3 +183,33 @@ def test_capture_profile_boot_starts_proton_and_the_profile_is_ingested(tmp_path
     done = subprocess.run([sys.executable, "-c", "pass"], env=env, capture_output=True, text=True, check=True)
     assert "Proton, default (kernel times; PC sampling unavailable: no CUPTI PC sampling here) mode" in done.stderr
     assert hatchet.is_file() and proton.parse_hatchet(hatchet.read_bytes()).kernels == []
+
+
+@pytest.mark.parametrize("mode", ["pcsampling", "pcsampling_ttgir"])
+def test_map_page_python_lines_conserve_the_hatchet_totals(proton_site, mode):
+    """The map page's per-Python-line metric (its JSON's `metrics`) plus its unattributed and other
+    compilations' parts is each kernel's num_samples summed straight from the hatchet file."""
+    client, run = proton_site
+    expected = _hatchet_totals(_member("proton.tar.xz", f"proton/{mode}/profile.hatchet"), "num_samples")
+    page = client.get(run["url"] + ".json").json()
+    (profile,) = [p for p in page["profiles"] if p["path"].endswith(f"/{mode}/profile.hatchet")]
+    seen = 0
+    for kernel in profile["kernels"]:
+        for url in kernel["candidates"]:
+            metrics = client.get(url + "/map.json?metric=num_samples").json()["metrics"]
+            assert metrics["metric"]["name"] == "num_samples" and "unit" in metrics["metric"]
+            assert metrics["kernel"] == kernel["name"] and metrics["total"] == expected[kernel["name"]]
+            lines = sum(item["value"] for item in metrics["lines"])
+            assert lines > 0 and all(item["value"] > 0 for item in metrics["lines"])
+            assert lines + metrics["unattributed"] + metrics["other_compilations"] == expected[kernel["name"]]
+            seen += 1
+    assert seen == 4
+    # the page: a column of the metric beside each Python line, the chooser, the sum
+    url = next(k for k in profile["kernels"] if k["name"].startswith("attn_fwd_tma"))["candidates"][0]
+    html = client.get(url + "/map?metric=num_samples").text
+    assert 'name="metric"' in html and 'class="heat-bar"' in html and "in the profile." in html
+    overview = client.get(url + "/map.json?metric=num_samples").json()
+    shown = {row["line"]: row["value"] for row in overview["overview"]["lines"] if row.get("value")}
+    from_json = {item["line"]: item["value"] for item in overview["metrics"]["lines"]
+                 if item["file"].endswith(overview["overview"]["file"].rsplit("/", 1)[-1])}
+    assert shown == from_json and shown

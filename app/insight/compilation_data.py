@@ -20,10 +20,10 @@ from app.urls import Urls
 
 
 def compilation_data(session: Session, compilation: Compilation, urls: Urls,
-                     metric: str | None = None) -> dict[str, Any]:
+                     metric: str | None = None, snapshot: int | None = None) -> dict[str, Any]:
     """The compilation's detail (snapshots, files, metadata, launches), its op index's first
     appearances, its per-pass charts, resources, config and (with a profile) its hot lines by
-    ``metric`` (the profile's first metric when None)."""
+    ``metric`` (the profile's first metric when None), linked into pass ``snapshot`` (an index)."""
     snapshots = list(compilation.snapshots)
     blob_facts.warm(session, [snapshot.blob for snapshot in snapshots])
     data = compilation_detail(session, compilation, urls)
@@ -35,5 +35,5 @@ def compilation_data(session: Session, compilation: Compilation, urls: Urls,
     )
     data["resources"] = compilation_resources(compilation, session)
     data["config"] = compilation_config(session, compilation)
-    data.update(hot_lines_fields(session, compilation, urls, metric))
+    data.update(hot_lines_fields(session, compilation, urls, metric, snapshot))
     return data

@@ -10,23 +10,54 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app import render
+from app.insight.hot_line_links import pass_links
 from app.insight.profile_metrics import compilation_metrics
 from app.store.models import Compilation
 from app.urls import Urls
 
-__all__ = ["compare_hot_lines", "hot_lines_fields", "line_metric_fields"]
+__all__ = ["compare_hot_lines", "hot_lines_fields", "line_metric_fields", "python_line_metrics"]
 
 
 def hot_lines_fields(session: Session, compilation: Compilation, urls: Urls, wanted: str | None,
                      snapshot: int | None = None) -> dict[str, Any]:
-    """`hot_lines` of the compilation JSON (null without a profile), and the metrics to choose from."""
+    """`hot_lines` of the compilation JSON (null without a profile), and the metrics to choose from.
+    Each line's `url` opens its IR lines (`ir_lines`) in pass `snapshot` (an index; by default the
+    last TTGIR pass with located lines: `pass`), else, with none there, the line in every pass."""
     metrics = compilation_metrics(session, compilation)
     metric = metrics.choose(wanted)
     if metric is None:
         return {"hot_lines": None}
-    hot = metrics.hot_lines(metric, urls, snapshot)
+    hot = metrics.hot_lines(metric, urls)
     hot["available"] = metrics.metrics()
+    links = pass_links(session, compilation, urls, snapshot, {row["file"] for row in hot["lines"]})
+    hot["pass"] = links.describe()
+    hot["passes"] = [{"index": s.index, "pass": s.pass_name, "stage": s.stage} for s in compilation.snapshots]
+    for row in hot["lines"]:
+        url, row["ir_lines"] = links.link(row["file"], row["line"])
+        row["url"] = url or row["map_url"]
     return {"hot_lines": hot}
+
+
+def python_line_metrics(session: Session, compilation: Compilation, wanted: str | None) -> dict[str, Any] | None:
+    """The map page's `metrics`: the chosen metric per Python line (every file the profile names),
+    with what makes the sum whole: `lines` + `unattributed` + `other_compilations` = `total`, the
+    profile kernel's total."""
+    metrics = compilation_metrics(session, compilation)
+    metric = metrics.choose(wanted)
+    if metric is None:
+        return None
+    kernel = metrics.kernel_for(metric)
+    info = next(item for item in metrics.metrics() if item["name"] == metric)
+    python = metrics.python_totals(metric)
+    return {
+        "metric": info, "available": metrics.metrics(),
+        "kernel": kernel.row.name if kernel else None,
+        "shared": kernel.shared if kernel else False,
+        "total": kernel.row.totals.get(metric, 0) if kernel else 0,
+        "unattributed": kernel.unattributed.get(metric, 0) if kernel else 0,
+        "other_compilations": kernel.other.get(metric, 0) if kernel else 0,
+        "lines": [{"file": file, "line": line, "value": value} for (file, line), value in sorted(python.items())],
+    }
 
 
 def line_metric_fields(session: Session, compilation: Compilation, rendered: render.Analysis,
@@ -75,12 +106,22 @@ def compare_hot_lines(session: Session, a: Compilation, b: Compilation, urls: Ur
     metric = wanted if wanted in names else names[0]
     totals = left.python_totals(metric), right.python_totals(metric)
     top = sorted(set(totals[0]) | set(totals[1]), key=lambda key: -max(totals[0].get(key, 0), totals[1].get(key, 0)))
+    top = top[:limit]
+    files = {file for file, _ in top}
+    a_links, b_links = (pass_links(session, side, urls, None, files) for side in (a, b))
     rows = []
-    for file, line in top[:limit]:
+    for file, line in top:
         va, vb = totals[0].get((file, line), 0), totals[1].get((file, line), 0)
+        a_url, a_lines = a_links.link(file, line)
+        b_url, b_lines = b_links.link(file, line)
         rows.append({"file": file, "line": line, "name": render.basename(file), "a": va, "b": vb, "diff": vb - va,
-                     "a_url": urls.source_map(a.run_id, a.ordinal, file, line),
-                     "b_url": urls.source_map(b.run_id, b.ordinal, file, line)})
+                     # each side's IR of the line in its pass (the last TTGIR one), else in every pass
+                     "a_url": a_url or urls.source_map(a.run_id, a.ordinal, file, line),
+                     "b_url": b_url or urls.source_map(b.run_id, b.ordinal, file, line),
+                     "a_ir_lines": a_lines, "b_ir_lines": b_lines,
+                     "a_map_url": urls.source_map(a.run_id, a.ordinal, file, line),
+                     "b_map_url": urls.source_map(b.run_id, b.ordinal, file, line)})
     sums = [sum(side.values()) for side in totals]
     return {"metric": next(m for m in left.metrics() if m["name"] == metric), "available": names,
+            "a_pass": a_links.describe(), "b_pass": b_links.describe(),
             "lines": rows, "a_total": sums[0], "b_total": sums[1], "diff": sums[1] - sums[0]}

@@ -133,8 +133,9 @@ class CompilationMetrics:
             return {}
         return {key: metrics[metric] for key, metrics in kernel.python.items() if metrics.get(metric)}
 
-    def hot_lines(self, metric: str, urls: Urls, snapshot: int | None = None, limit: int = HOT_LINES) -> dict[str, Any]:
-        """The top Python lines of the metric with their share, plus the rows that make the sum whole."""
+    def hot_lines(self, metric: str, urls: Urls, limit: int = HOT_LINES) -> dict[str, Any]:
+        """The top Python lines of the metric with their share, plus the rows that make the sum whole.
+        Each line's `map_url` follows it through every pass (line_metrics adds the one-pass link)."""
         kernel = self.kernel_for(metric)
         info = metric_info(metric)
         if kernel is None:
@@ -146,8 +147,7 @@ class CompilationMetrics:
             {
                 "file": file, "line": line, "name": render.basename(file), "value": value,
                 "share": value / total if total else None,
-                "url": urls.source_map(run_id, ordinal, file, line)
-                + (f"#s{snapshot}" if snapshot is not None else ""),
+                "map_url": urls.source_map(run_id, ordinal, file, line),
             }
             for (file, line), value in ranked[:limit]
         ]

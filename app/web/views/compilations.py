@@ -9,6 +9,7 @@ from app.insight.comparisons import compare_candidates
 from app.insight.compilation_data import compilation_data
 from app.insight.launches import launch_page_cells
 from app.insight.pass_charts import chart_svgs
+from app.urls import parse_int
 from app.web.auth import identify, visible_runs
 from app.web.responder import SessionDep, UrlsDep, respond, wants_json
 from app.web.views.ir_page import load_compilation
@@ -20,7 +21,9 @@ router = APIRouter()
 @router.get("/runs/{run_id}/c/{ordinal}")
 def compilation_page(request: Request, run_id: str, ordinal: str, session: SessionDep, urls: UrlsDep):
     compilation = load_compilation(session, run_id, ordinal)
-    data = compilation_data(session, compilation, urls, request.query_params.get("metric"))
+    # ?s=<snapshot index>: the pass the hot lines link into (default: the last TTGIR one)
+    data = compilation_data(session, compilation, urls, request.query_params.get("metric"),
+                            parse_int(request.query_params.get("s", "")))
     visible = visible_runs(identify(request), request.app.state.settings)  # other runs: those the reader may list
     data["compare_with"] = compare_candidates(session, compilation, urls, visible)
     link_diagnostics(session, compilation.run_id, data["diagnostics"], urls)

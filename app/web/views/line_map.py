@@ -8,6 +8,8 @@ from fastapi import APIRouter, Request
 from markupsafe import Markup
 
 from app import render
+from app.insight.hot_line_links import default_pass, same_file
+from app.insight.line_metrics import python_line_metrics
 from app.insight.source_map import pass_indexes
 from app.store.models import Snapshot
 from app.urls import snapshot_id
@@ -50,7 +52,7 @@ def source_map(
             continue
         ir_lines: list[int] = []
         for loc_file in index.files:
-            if _same_file(loc_file, file):
+            if same_file(loc_file, file):
                 ir_lines.extend(index.lines(loc_file, line))
         ir_lines.sort()
         row = {
@@ -78,9 +80,12 @@ def source_map(
         source_lines = source_text.split("\n")
         if 1 <= line <= len(source_lines):
             data["source_line"] = source_lines[line - 1]
+    # the chosen profile metric per Python line (?metric=), every line the profile names
+    data["metrics"] = python_line_metrics(session, compilation, request.query_params.get("metric"))
     if line is None:
         data["overview"] = _overview(session, snapshots, indexes, data["files"], sources, file, at, urls,
                                      compilation, with_code=not wants_json(request))
+        _overview_metrics(data["overview"], data["metrics"])
     if file is not None and line is not None:
         data["prev_line_url"] = urls.source_map(run_id, ordinal_number, file, line - 1) if line > 1 else None
         data["next_line_url"] = urls.source_map(run_id, ordinal_number, file, line + 1)
@@ -99,17 +104,16 @@ def _overview(session, snapshots: list[Snapshot], indexes: list, files: list[dic
         file = next((name for name in names if match_source(name, list(sources))), names[0] if names else None)
     if file is None:
         return None
-    located = [sum(count for name, count in index.files.items() if _same_file(name, file)) for index in indexes]
+    located = [sum(count for name, count in index.files.items() if same_file(name, file)) for index in indexes]
     chosen = next((k for k, snapshot in enumerate(snapshots) if snapshot.index == at), None)
-    if chosen is None and any(located):
-        ttgir = [k for k, snapshot in enumerate(snapshots) if snapshot.stage == "ttgir" and located[k]]
-        chosen = ttgir[-1] if ttgir else max(range(len(snapshots)), key=lambda k: (located[k], k))
+    if chosen is None:
+        chosen = default_pass(snapshots, located)
     path = match_source(file, list(sources))
     source_lines = []
     if path is not None:
         rendered = render.render_python(sources[path], lambda: render.blob_reader.text(session, sources[path]))
         index = indexes[chosen] if chosen is not None else None
-        recorded = [name for name in index.files if _same_file(name, file)] if index else []
+        recorded = [name for name in index.files if same_file(name, file)] if index else []
         for number, code in enumerate(rendered.lines, start=1):
             count = sum(len(index.lines(name, number)) for name in recorded) if index else 0
             item = {"line": number, "ir_lines": count,
@@ -128,6 +132,22 @@ def _overview(session, snapshots: list[Snapshot], indexes: list, files: list[dic
         # the page opens a few lines above the first line with IR (the kernel), the rest folded
         "first": max(1, next((item["line"] for item in source_lines if item["ir_lines"]), 1) - 3),
     }
+
+
+def _overview_metrics(overview: dict[str, Any] | None, metrics: dict[str, Any] | None) -> None:
+    """Each source row's value of the chosen metric (its file's lines the profile names), the
+    largest (for the bars) and what lies in the shown file and outside it."""
+    if overview is None or metrics is None:
+        return
+    values: dict[int, float] = {}
+    for item in metrics["lines"]:
+        if same_file(item["file"], overview["file"]):
+            values[item["line"]] = values.get(item["line"], 0) + item["value"]
+    for row in overview["lines"]:
+        row["value"] = values.get(row["line"])
+    overview["metric_most"] = max(values.values(), default=0)
+    overview["metric_here"] = sum(values.values())
+    overview["metric_elsewhere"] = sum(item["value"] for item in metrics["lines"]) - overview["metric_here"]
 
 
 def _map_page(
@@ -168,12 +188,3 @@ def _map_page(
         "basename": render.basename(data["file"]) if data.get("file") else None,
         "with_lines": sum(1 for row in rows if row["lines"]),
     }
-
-
-def _same_file(recorded: str, wanted: str) -> bool:
-    """``wanted`` names the recorded path: equal, or a path suffix of it (at least the file name)."""
-    if recorded == wanted:
-        return True
-    return match_source(wanted, [recorded]) is not None and render.basename(recorded) == render.basename(
-        wanted
-    )
