@@ -213,3 +213,72 @@ def test_map_page_python_lines_conserve_the_hatchet_totals(proton_site, mode):
     from_json = {item["line"]: item["value"] for item in overview["metrics"]["lines"]
                  if item["file"].endswith(overview["overview"]["file"].rsplit("/", 1)[-1])}
     assert shown == from_json and shown
+
+
+def _loc_text(ir: str):
+    """IR line (1-based) -> its text with every #loc alias spelled out (a reading of the IR's own
+    text, apart from the app's loc resolver; a block's line holds its arguments' locs)."""
+    import re
+
+    aliases = dict(re.findall(r"^(#loc\d*) = (loc\(.*\))\s*$", ir, re.M))
+
+    def expand(text: str, depth: int = 0) -> str:
+        if depth > 20:
+            return text
+        return re.sub(r"#loc\d*\b", lambda m: expand(aliases.get(m.group(0), ""), depth + 1), text)
+
+    lines = ir.split("\n")
+    return lambda number: expand(lines[number - 1])
+
+
+def test_hot_lines_link_into_the_chosen_pass(proton_site):
+    """Each hot line links to the snapshot page of the pass chosen (`?s=`, by default the last TTGIR
+    one) at that Python line's IR lines there: every linked IR line's loc names the line."""
+    client, run = proton_site
+    page = client.get(run["url"] + ".json").json()
+    (profile,) = [p for p in page["profiles"] if p["path"].endswith("/pcsampling/profile.hatchet")]
+    url = next(k for k in profile["kernels"] if k["name"].startswith("attn_fwd_tma"))["candidates"][0]
+    compilation = client.get(url + ".json").json()
+    ttgir = [s["index"] for s in compilation["snapshots"] if s["stage"] == "ttgir"]
+    ttir = [s["index"] for s in compilation["snapshots"] if s["stage"] == "ttir"]
+    assert compilation["hot_lines"]["pass"]["index"] == ttgir[-1]
+    for index in (ttgir[-1], ttir[-1]):
+        hot = client.get(f"{url}.json?s={index}").json()["hot_lines"]
+        assert hot["pass"]["index"] == index
+        snapshot = f"{url}/s/{index}"
+        loc_of = _loc_text(client.get(snapshot + "/raw").text)
+        linked = 0
+        for row in hot["lines"]:
+            if not row["ir_lines"]:
+                assert row["url"] == row["map_url"]  # none in this pass: the line in every pass
+                continue
+            first, last = row["ir_lines"][0], row["ir_lines"][-1]
+            assert row["url"] in (f"{snapshot}#L{first}", f"{snapshot}#L{first}-L{last}")
+            for number in row["ir_lines"]:
+                loc = loc_of(number)
+                assert f'{row["name"]}":{row["line"]}:' in loc, (number, loc)
+            linked += 1
+        assert linked >= 3
+        html = client.get(f"{url}?s={index}").text
+        assert f'href="{hot["lines"][0]["url"]}"' in html and f'<option value="{index}" selected>' in html
+
+
+def test_compare_hot_lines_link_into_each_sides_pass(proton_site):
+    client, run = proton_site
+    page = client.get(run["url"] + ".json").json()
+    (profile,) = [p for p in page["profiles"] if p["path"].endswith("pcsampling_ttgir/profile.hatchet")]
+    small, large = next(k for k in profile["kernels"] if k["name"].startswith("matmul_kernel"))["candidates"]
+    spec = f"{small.split('/')[2]}-{small.rsplit('/', 1)[-1]}..{large.split('/')[2]}-{large.rsplit('/', 1)[-1]}"
+    hot = client.get(f"/compare/{spec}.json?metric=num_samples").json()["hot_lines"]
+    sides = {"a": small, "b": large}
+    for side, url in sides.items():
+        chosen = hot[f"{side}_pass"]
+        assert chosen["stage"] == "ttgir"
+        loc_of = _loc_text(client.get(f"{url}/s/{chosen['index']}/raw").text)
+        with_lines = [row for row in hot["lines"] if row[f"{side}_ir_lines"]]
+        assert len(with_lines) >= 3
+        for row in with_lines:
+            assert row[f"{side}_url"].startswith(f"{url}/s/{chosen['index']}#L{row[f'{side}_ir_lines'][0]}")
+            assert all(f'{row["name"]}":{row["line"]}:' in loc_of(n) for n in row[f"{side}_ir_lines"])
+    html = client.get(f"/compare/{spec}?metric=num_samples").text
+    assert f'href="{hot["lines"][0]["a_url"]}"' in html

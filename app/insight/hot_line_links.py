@@ -26,10 +26,15 @@ def same_file(recorded: str, wanted: str) -> bool:
 
 
 def default_pass(snapshots: list[Snapshot], located: list[int]) -> int | None:
-    """Position of the last TTGIR snapshot with located lines, else the one with the most."""
+    """Position of the last TTGIR snapshot with located lines, else the one with the most. TTGIR
+    passes with under half the most located lines of any TTGIR pass are passed over: after
+    USE_IR_LOC=ttgir rewrote the locations, the last dumps name the cached .ttgir's lines and keep
+    few Python ones."""
     if not any(located):
         return None
-    ttgir = [k for k, snapshot in enumerate(snapshots) if snapshot.stage == "ttgir" and located[k]]
+    stage = [located[k] for k, snapshot in enumerate(snapshots) if snapshot.stage == "ttgir"]
+    enough = max(max(stage, default=0) / 2, 1)
+    ttgir = [k for k, snapshot in enumerate(snapshots) if snapshot.stage == "ttgir" and located[k] >= enough]
     return ttgir[-1] if ttgir else max(range(len(snapshots)), key=lambda k: (located[k], k))
 
 
