@@ -220,7 +220,7 @@ def _loc_text(ir: str):
     text, apart from the app's loc resolver; a block's line holds its arguments' locs)."""
     import re
 
-    aliases = dict(re.findall(r"^(#loc\d*) = (loc\(.*\))\s*$", ir, re.M))
+    aliases = dict(re.findall(r"^(#loc\d*) = (loc\(.*\))\s*$", ir, re.MULTILINE))
 
     def expand(text: str, depth: int = 0) -> str:
         if depth > 20:
