@@ -15,9 +15,12 @@
       line.dataset.heat = v;
       line.style.setProperty('--heat', Math.max(0.08, v / max).toFixed(3));
       line.classList.add('hot');
+      // the line's own value (a SASS instruction, a profiled TTGIR line) shows at its end
+      if (heat.direct) line.dataset.hv = fmt(v);
       var nr = line.querySelector('.nr');
       if (nr) nr.title = heat.metric + ': ' + fmt(v) + (heat.unit ? ' ' + heat.unit : '') +
-        (heat.total ? ' (' + (100 * v / heat.total).toFixed(1) + '% of the kernel)' : '');
+        (heat.total ? ' (' + (100 * v / heat.total).toFixed(1) + '% of the kernel)' : '') +
+        (heat.detail && heat.detail[n] ? '\n' + heat.detail[n].split('; ').join('\n') : '');
     });
     var pmax = 0;
     Object.keys(heat.python).forEach(function (k) { pmax = Math.max(pmax, heat.python[k]); });

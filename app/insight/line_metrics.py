@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from app import render
 from app.insight.hot_line_links import pass_links
-from app.insight.profile_metrics import compilation_metrics
+from app.insight.profile_metrics import CompilationMetrics, compilation_metrics
 from app.store.models import Compilation
 from app.urls import Urls
 
@@ -84,6 +84,20 @@ def line_metric_fields(session: Session, compilation: Compilation, rendered: ren
         "lines": [{"line": number, "value": value} for number, value in sorted(values.items())],
         "python": [{"file": file, "line": line, "value": value} for (file, line), value in sorted(python.items())],
     }
+    detail: dict[str, str] = {}
+    if rendered.kind == "sass" and lines is not None:
+        # per instruction (the profile's own rows, matched by offset): every metric it holds
+        matched, missing = metrics.sass_instructions(metric, lines)
+        fields["instructions"] = [
+            {"line": number, "offset": offset, "value": amounts.get(metric, 0), "metrics": amounts}
+            for number, offset, amounts in matched
+        ]
+        fields["unattributed"] = missing["value"]  # the profile's instructions not in this text
+        fields["unmatched_instructions"] = missing["count"]
+        for number, _, amounts in matched:
+            shown = sorted(((v, k) for k, v in amounts.items() if v and k != metric), reverse=True)[:SASS_DETAIL]
+            if amounts.get(metric) or shown:
+                detail[str(number)] = "; ".join(f"{k}: {_number(v)}" for v, k in shown)
     file_index = rendered.file_index
     heat = {
         "metric": metric, "unit": info["unit"], "max": max(values.values(), default=0),
@@ -91,8 +105,23 @@ def line_metric_fields(session: Session, compilation: Compilation, rendered: ren
         # per source pane (its index among the IR's loc files) and line, for the Python pane
         "python": {f"{file_index[file]}:{line}": value for (file, line), value in python.items() if file in file_index},
         "total": fields["total"],
+        "detail": detail,  # SASS: an instruction's other metrics, for its tooltip
+        "direct": bool(detail) or kind_is_direct(metrics, digest),
     }
     return {"metrics": fields, "heat_json": json.dumps(heat).replace("</", "<\\/")}
+
+
+SASS_DETAIL = 8  # other metrics named in a SASS instruction's tooltip
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+
+
+def kind_is_direct(metrics: CompilationMetrics, digest: str | None) -> bool:
+    """Whether the values are the IR lines' own (the profile named this text's lines), not their
+    Python lines' totals repeated on each."""
+    return digest is not None and any(kernel.ir for kernel in metrics.kernels) and digest == metrics.ttgir_blob()
 
 
 def compare_hot_lines(session: Session, a: Compilation, b: Compilation, urls: Urls, wanted: str | None,

@@ -167,13 +167,11 @@ class CompilationMetrics:
         if kernel is None:
             return {}
         values: dict[int, float] = {}
-        if kernel.ir and blob is not None and blob == self._ttgir_blob():
+        if kernel.ir and blob is not None and blob == self.ttgir_blob():
             return {line: m[metric] for line, m in kernel.ir.items() if m.get(metric)}
         if kind == "sass" and kernel.sass and lines is not None:
-            for number, text in enumerate(lines, start=1):
-                offset = _sass_offset(text)
-                if offset is not None and offset in kernel.sass and kernel.sass[offset][1].get(metric):
-                    values[number] = kernel.sass[offset][1][metric]
+            matched, _ = self.sass_instructions(metric, lines)
+            values = {number: metrics[metric] for number, _, metrics in matched if metrics.get(metric)}
             if values:
                 return values
         python = self.python_totals(metric)
@@ -190,7 +188,32 @@ class CompilationMetrics:
                 values[number] = value
         return values
 
-    def _ttgir_blob(self) -> str | None:
+    def sass_instructions(self, metric: str, lines: list[str]) -> tuple[list[tuple[int, int, dict]], dict[str, float]]:
+        """The profile's instructions found in a SASS text by offset (the profiler's address less the
+        kernel's first, against the `/*0040*/` nvdisasm and cuobjdump print): (1-based line, offset,
+        its metrics) each, and the profile's instructions not in this text (`count`, `value` of the
+        metric), so the shown ones plus those make the kernel's total."""
+        kernel = self.kernel_for(metric)
+        if kernel is None or not kernel.sass:
+            return [], {"count": 0, "value": 0}
+        # offsets restart in each function of a cubin: only the kernel's own section counts, when
+        # the text names it (nvdisasm `.text.<name>:`, cuobjdump `Function : <name>`)
+        headers = {f".text.{kernel.row.base}:", f"Function : {kernel.row.base}"}
+        named = any(line.strip() in headers for line in lines)
+        inside = not named
+        matched, seen = [], set()
+        for number, text in enumerate(lines, start=1):
+            stripped = text.strip()
+            if stripped.startswith((".text.", "Function : ")) and (stripped.endswith(":") or "Function" in stripped):
+                inside = not named or stripped in headers
+            offset = _sass_offset(text) if inside else None
+            if offset is not None and offset in kernel.sass and offset not in seen:
+                seen.add(offset)
+                matched.append((number, offset, kernel.sass[offset][1]))
+        missing = [metrics for offset, (_, metrics) in kernel.sass.items() if offset not in seen]
+        return matched, {"count": len(missing), "value": sum(metrics.get(metric, 0) for metrics in missing)}
+
+    def ttgir_blob(self) -> str | None:
         artifact = next((a for a in self.compilation.artifacts if a.kind == "ttgir"), None)
         return artifact.blob if artifact else None
 
