@@ -282,3 +282,27 @@ def test_compare_hot_lines_link_into_each_sides_pass(proton_site):
             assert all(f'{row["name"]}":{row["line"]}:' in loc_of(n) for n in row[f"{side}_ir_lines"])
     html = client.get(f"/compare/{spec}?metric=num_samples").text
     assert f'href="{hot["lines"][0]["a_url"]}"' in html
+
+
+def test_shared_kernel_hot_lines_say_so_and_name_the_candidates(proton_site):
+    """pcsampling launched matmul_kernel's configs 0 and 2 under one name with no cache hash in
+    its line frames: the hot lines of either compilation are the kernel's across both."""
+    client, run = proton_site
+    page = client.get(run["url"] + ".json").json()
+    (profile,) = [p for p in page["profiles"] if p["path"].endswith("/pcsampling/profile.hatchet")]
+    (kernel,) = [k for k in profile["kernels"] if k["name"].startswith("matmul_kernel")]
+    assert kernel["compilation"] is None and len(kernel["candidates"]) == 2
+    expected = _hatchet_totals(_member("proton.tar.xz", "proton/pcsampling/profile.hatchet"), "num_samples")
+    for url in kernel["candidates"]:
+        hot = client.get(url + ".json?metric=num_samples").json()["hot_lines"]
+        assert hot["shared"] and hot["total"] == expected[kernel["name"]]
+        assert [c["url"] for c in hot["candidates"]] == sorted(kernel["candidates"], key=lambda u: int(u.rsplit("/", 1)[1]))
+        assert [c["this"] for c in hot["candidates"]].count(True) == 1
+        assert {c["num_warps"] for c in hot["candidates"]} == {4}  # configs 0 and 2: both 4 warps, 3 stages
+        html = client.get(url).text
+        other = next(c for c in hot["candidates"] if not c["this"])
+        assert "across 2 compilations" in html and f'href="{other["url"]}"' in html
+    # a kernel joined to one compilation says nothing of the kind
+    attn = next(k for k in profile["kernels"] if k["name"].startswith("attn_fwd_tma"))
+    assert not client.get(attn["compilation"] + ".json").json()["hot_lines"]["shared"]
+    assert "across" not in client.get(attn["compilation"]).text.split('id="hot-lines"')[1].split("</section>")[0]

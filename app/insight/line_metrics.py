@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app import render
@@ -29,6 +30,7 @@ def hot_lines_fields(session: Session, compilation: Compilation, urls: Urls, wan
         return {"hot_lines": None}
     hot = metrics.hot_lines(metric, urls)
     hot["available"] = metrics.metrics()
+    hot["candidates"] = _candidates(session, compilation, metrics, metric, urls) if hot.get("shared") else []
     links = pass_links(session, compilation, urls, snapshot, {row["file"] for row in hot["lines"]})
     hot["pass"] = links.describe()
     hot["passes"] = [{"index": s.index, "pass": s.pass_name, "stage": s.stage} for s in compilation.snapshots]
@@ -36,6 +38,17 @@ def hot_lines_fields(session: Session, compilation: Compilation, urls: Urls, wan
         url, row["ir_lines"] = links.link(row["file"], row["line"])
         row["url"] = url or row["map_url"]
     return {"hot_lines": hot}
+
+
+def _candidates(session: Session, compilation: Compilation, metrics: CompilationMetrics, metric: str,
+                urls: Urls) -> list[dict[str, Any]]:
+    """The compilations a shared kernel may be (same name, no hash told them apart), this one marked,
+    with what tells their configs apart."""
+    kernel = metrics.kernel_for(metric)
+    pks = list(kernel.row.candidates or []) if kernel else []
+    rows = session.scalars(select(Compilation).where(Compilation.pk.in_(pks)).order_by(Compilation.ordinal)).all()
+    return [{"url": urls.compilation(row.run_id, row.ordinal), "ordinal": row.ordinal, "this": row.pk == compilation.pk,
+             "num_warps": row.num_warps, "num_stages": row.num_stages, "shared": row.shared} for row in rows]
 
 
 def python_line_metrics(session: Session, compilation: Compilation, wanted: str | None) -> dict[str, Any] | None:
