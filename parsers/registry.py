@@ -78,11 +78,6 @@ FORMATS: list[InputFormat] = [
     ),
     InputFormat(
         "ignored",
-        "Not read: other CSV exports (ncu's details, summary, session pages, source without metrics)",
-        lambda path, head: path.endswith(".csv"),
-    ),
-    InputFormat(
-        "ignored",
         "Not read: tritonparse's list of parsed files (log_file_list.json), its CLP-compressed traces (.clp)",
         lambda path, head: posixpath.basename(path) == "log_file_list.json" or path.endswith(".clp"),
     ),

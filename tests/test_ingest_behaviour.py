@@ -143,7 +143,7 @@ def test_an_upload_with_nothing_to_ingest_lists_every_reason(db, tmp_path):
     assert message.startswith("nothing in the upload can be ingested: ")
     for reason in (
         "cut.tar.xz: corrupt archive: truncated",
-        "kernels.pyc: Not needed by irlens: autotune results, compiled Python (.pyc)",
+        "kernels.pyc: Not needed by irlens: compiled Python (.pyc)",
         "empty.log: empty file",
         f"nothing-here: {tmp_path / 'nothing-here'} does not exist",
     ):
