@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 
-__all__ = ["COMPILED", "LiteralSet"]
+__all__ = ["COMPILED", "LiteralSet", "SpanScan"]
 
 
 def _hyperscan():
@@ -62,9 +62,44 @@ class LiteralSet:
     def any(self, data: bytes) -> bool:
         return bool(self.found(data))
 
+    @property
+    def compiled(self) -> bool:
+        return self._db is not None
+
+
+class SpanScan:
+    """Where regexes match, in one pass: `spans(data)[i]` lists (start, end) of pattern i's matches
+    (leftmost start), or of its first match only where `once[i]`. Hyperscan only: `create` gives None
+    without it, and the caller keeps its `re` path. A pattern must mean the same to hyperscan and to
+    `re` and match no two overlapping spans (then the spans are those of `re.finditer`)."""
+
+    def __init__(self, patterns: list[bytes], once: list[bool]) -> None:
+        self.count = len(patterns)
+        self._local = threading.local()
+        flags = [_HS.HS_FLAG_SINGLEMATCH if single else _HS.HS_FLAG_SOM_LEFTMOST for single in once]
+        self._db = _HS.Database(mode=_HS.HS_MODE_BLOCK)
+        self._db.compile(expressions=list(patterns), ids=list(range(self.count)), elements=self.count,
+                         flags=flags)
+
+    @classmethod
+    def create(cls, patterns: list[bytes], once: list[bool]) -> SpanScan | None:
+        return cls(patterns, once) if _HS is not None else None
+
+    def spans(self, data: bytes) -> list[list[tuple[int, int]]]:
+        found: list[list[tuple[int, int]]] = [[] for _ in range(self.count)]
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = _HS.Scratch(self._db)
+        self._db.scan(data, match_event_handler=_span, context=found, scratch=scratch)
+        return found
+
 
 def _collect(index: int, start: int, end: int, flags: int, hits: set[int]) -> None:
     hits.add(index)
+
+
+def _span(index: int, start: int, end: int, flags: int, found: list) -> None:
+    found[index].append((start, end))
 
 
 def _hs_literal(literal: bytes) -> bytes:
