@@ -51,6 +51,7 @@ BUFFER_BYTES = 32 << 20  # the helper's output held here at most (the pipe itsel
 BATCH_BYTES = 1 << 20  # body bytes per batch
 BATCH_RECORDS = 512
 RECENT_BODIES = 64  # new bodies either side keeps for references (both drop the oldest first)
+RANGE_BODIES = 8  # bodies by digest across a range's start: a pass unchanged over it keeps its object
 MAX_HEADERS = 8192  # banners the helper numbers before it starts over (and sends them again)
 READ_BYTES = 8 << 20
 RANGE_BYTES = 32 << 20  # a range per helper turn: small enough that each runs ahead of the ingest
@@ -195,7 +196,7 @@ class LogPrescan:
                         body, digest, terms = item[3], item[4], item[5]
                         body = self._recent.get(digest, body)  # the same object as a range before gave
                         self._recent[digest] = body
-                        if len(self._recent) > RECENT_BODIES:
+                        if len(self._recent) > RANGE_BODIES:
                             self._recent.popitem(last=False)
                         bodies[numbered] = (body, digest, terms)
                         numbered += 1

@@ -23,7 +23,7 @@ from parsers.timing import TimingReport
 LONG_LINE = 1 << 20  # a gap line longer than this is reported: binary junk or a runaway print
 # Another thread's autotune table interleaved into a dump holds one of these (parsers/autotune.py).
 _AUTOTUNE_HINTS = LiteralSet((b" ms ", b"AUTOTUNE", b"utotuning"))
-_SNIFFED = 256  # bodies whose hint answer is remembered (an unchanged pass hands out the same object)
+_SNIFFED = 8  # bodies whose hint answer is remembered (an unchanged pass hands out the last one again)
 
 
 class _LogText:
