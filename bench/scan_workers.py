@@ -30,11 +30,11 @@ def scan(path: Path, workers: int) -> dict:
     count = 0
     try:
         stream = open(path, "rb")  # noqa: SIM115 -- the ingest's own stream, moved on as it would be
-        for record, _, _ in prescan.records(str(path), stream):
+        for record, body_digest, _ in prescan.records(str(path), stream):
             count += 1
-            if type(record) is Dump:
-                digest.update(pickle.dumps((record.header.raw, record.line, record.damage, record.truncated)))
-                digest.update(record.body)
+            if type(record) is Dump:  # the body by the sha256 its helper sent (hashing here would be the long pole)
+                digest.update(pickle.dumps((record.header.raw, record.line, record.damage, record.truncated,
+                                            len(record.body), body_digest)))
             else:
                 digest.update(pickle.dumps(record))
         stream.close()
