@@ -80,7 +80,11 @@ class LogPrescan:
         self._next_file = 0  # the first index in `paths` the ingest may still ask for
         self._turn = 0  # the helper whose output holds the next range
         self._recent: OrderedDict[str, bytes] = OrderedDict()  # digest -> body, across ranges
-        self._readers = [_Reader(process.stdout, BUFFER_BYTES // len(self.processes)) for process in self.processes]
+        # Several readers share BUFFER_BYTES and hold half of it together: each thread's malloc arena
+        # also keeps the frames it freed (2 readers of 16 MB: +25 MiB of peak RSS; of 8 MB: +0-9 MiB).
+        count = len(self.processes)
+        limit = BUFFER_BYTES if count == 1 else BUFFER_BYTES // (2 * count)
+        self._readers = [_Reader(process.stdout, limit) for process in self.processes]
 
     @property
     def process(self) -> subprocess.Popen | None:
