@@ -18,7 +18,7 @@ left with grouping and writing, and a server's with the pages it serves meanwhil
 uploads are temp files without a name: `upload_path` gives the helper one through /proc.
 
 On a machine of several cores a big log is scanned by several helpers (`workers`: one per core the
-process may run on, IRLENS_SCAN_WORKERS to set it), each taking in turn the next byte range of
+process may run on but one, IRLENS_SCAN_WORKERS to set it), each taking in turn the next byte range of
 about `RANGE_BYTES`, cut at banner starts (app/ingest/log_ranges.py says where and why the records
 are those of one scan); the ingest takes the ranges' records in order and shifts their line numbers.
 
@@ -35,13 +35,13 @@ import os
 import pickle
 import subprocess
 import sys
-import threading
 from collections import OrderedDict, deque
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from app.helper_process import read_frame, start_helper, write_frame
+from app.helper_process import start_helper, write_frame
 from app.ingest.log_ranges import shifted, shifted_damage
+from app.ingest.prescan_reader import FrameReaders
 
 __all__ = ["LogPrescan", "upload_path"]
 
@@ -80,11 +80,8 @@ class LogPrescan:
         self._next_file = 0  # the first index in `paths` the ingest may still ask for
         self._turn = 0  # the helper whose output holds the next range
         self._recent: OrderedDict[str, bytes] = OrderedDict()  # digest -> body, across ranges
-        # Several readers share BUFFER_BYTES and hold half of it together: each thread's malloc arena
-        # also keeps the frames it freed (2 readers of 16 MB: +25 MiB of peak RSS; of 8 MB: +0-9 MiB).
-        count = len(self.processes)
-        limit = BUFFER_BYTES if count == 1 else BUFFER_BYTES // (2 * count)
-        self._readers = [_Reader(process.stdout, limit) for process in self.processes]
+        self._frames = FrameReaders([process.stdout for process in self.processes],
+                                    BUFFER_BYTES // len(self.processes))
 
     @property
     def process(self) -> subprocess.Popen | None:
@@ -165,13 +162,13 @@ class LogPrescan:
 
         base = 0  # lines of the file's ranges before this one
         while True:
-            reader = self._readers[self._turn]
-            self._turn = (self._turn + 1) % len(self._readers)
+            helper = self._turn
+            self._turn = (self._turn + 1) % self._frames.count
             headers: dict[int, object] = {}
             bodies: OrderedDict[int, tuple[bytes, str, frozenset[str] | None]] = OrderedDict()
             numbered = 0
             while True:
-                message = reader.next_message()
+                message = self._frames.next_message(helper)
                 if message is None:
                     self.close()  # a helper died
                     return
@@ -217,8 +214,7 @@ class LogPrescan:
         processes, self.processes = self.processes, []
         for process in processes:
             process.kill()
-        for reader in self._readers:
-            reader.stop()
+        self._frames.stop()
         for process in processes:
             try:
                 process.stdout.close()
@@ -227,58 +223,12 @@ class LogPrescan:
             process.wait()
 
 
-class _Reader:
-    """A thread reading one helper's frames into a buffer of at most `limit` bytes."""
-
-    def __init__(self, stdout, limit: int) -> None:
-        self.stdout = stdout
-        self.limit = limit
-        self._messages: deque[bytes] = deque()
-        self._buffered = 0
-        self._ended = False
-        self._room = threading.Condition()
-        self._thread = threading.Thread(target=self._read, name="irlens-prescan-read", daemon=True)
-        self._thread.start()
-
-    def next_message(self):
-        with self._room:
-            while not self._messages and not self._ended:
-                self._room.wait()
-            if not self._messages:
-                return None
-            payload = self._messages.popleft()
-            self._buffered -= len(payload)
-            self._room.notify_all()
-        return pickle.loads(payload)  # our own helper's output
-
-    def _read(self) -> None:
-        try:
-            while (payload := read_frame(self.stdout)) is not None:
-                with self._room:
-                    while self._buffered > self.limit and not self._ended:
-                        self._room.wait()
-                    if self._ended:
-                        break
-                    self._messages.append(payload)
-                    self._buffered += len(payload)
-                    self._room.notify_all()
-        except (OSError, ValueError):
-            pass
-        with self._room:
-            self._ended = True
-            self._room.notify_all()
-
-    def stop(self) -> None:
-        with self._room:
-            self._ended = True
-            self._messages.clear()
-            self._buffered = 0
-            self._room.notify_all()
-        self._thread.join()
-
-
 def _cores() -> int:
-    """The helpers to start: IRLENS_SCAN_WORKERS, else the cores this process may run on."""
+    """The helpers to start: IRLENS_SCAN_WORKERS, else one per core this process may run on, less
+    the one the ingest's own process needs (it takes the records, groups and writes them). On 2
+    cores that is one helper: a second costs 0.3-0.7 s of CPU and 25 MiB per GB-sized log and buys
+    no wall time there, where the ingest's processes already keep both cores busy (bench/NOTES.md,
+    Round 10)."""
     try:
         wanted = int(os.environ.get("IRLENS_SCAN_WORKERS", "0"))
     except ValueError:
@@ -286,9 +236,10 @@ def _cores() -> int:
     if wanted > 0:
         return wanted
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    return max(1, cores - 1)
 
 
 def upload_path(stream) -> str | None:
