@@ -103,3 +103,18 @@ def test_plan_cuts_at_banners_after_a_blank_line(files):
     assert len(ranges) > 10 and ranges[0][0] == 0 and ranges[-1][1] is None
     for (_, end), (start, _) in zip(ranges, ranges[1:]):
         assert end == start and data[start - 2 : start] == b"\n\n" and data.startswith(b"// -----// IR Dump ", start)
+
+
+def test_a_helper_that_dies_loses_nothing(files):
+    """One of the helpers killed at once: the ingest takes the ranges before its first one from the
+    others, then scans the rest of the file itself."""
+    path = files["fidelity"]
+    prescan = LogPrescan.start([str(path)], min_bytes=0, workers=2, range_bytes=200_000)
+    assert prescan is not None and len(prescan.processes) == 2
+    prescan.processes[1].kill()
+    try:
+        got = [record for record, _, _ in prescan.records(str(path), io.BytesIO(path.read_bytes()))]
+    finally:
+        prescan.close()
+    assert got == local(path)
+    assert prescan.files_scanned == 0  # the helpers' records stopped: the rest was scanned here

@@ -90,7 +90,7 @@ class LogPrescan:
 
     @classmethod
     def start(cls, paths: list[str], command: list[str] | None = None, min_bytes: int = MIN_BYTES,
-              workers: int | None = None, range_bytes: int = RANGE_BYTES) -> LogPrescan | None:
+              workers: int | None = None, range_bytes: int | None = None) -> LogPrescan | None:
         """A helper scanning the plain files among `paths`; None when they are too small to gain (or
         are all archives and compressed files, which the ingest's walk opens)."""
         from parsers.source_names import kind_of
@@ -109,6 +109,7 @@ class LogPrescan:
             return None
         names = [path for path, _ in files]
         terms = ["--terms"] if total <= TERMS_BYTES else []
+        range_bytes = RANGE_BYTES if range_bytes is None else range_bytes
         count = min(workers or _cores(), -(-total // range_bytes)) if range_bytes > 0 else 1
         processes = []
         for worker in range(max(1, count)):
