@@ -7,6 +7,7 @@ here (a few dozen KB) so that every log is cut many times."""
 from __future__ import annotations
 
 import io
+import itertools
 import lzma
 import random
 from pathlib import Path
@@ -101,7 +102,7 @@ def test_plan_cuts_at_banners_after_a_blank_line(files):
     data = VARIANTS["fidelity"]
     ranges = plan(str(files["fidelity"]), 100_000)
     assert len(ranges) > 10 and ranges[0][0] == 0 and ranges[-1][1] is None
-    for (_, end), (start, _) in zip(ranges, ranges[1:]):
+    for (_, end), (start, _) in itertools.pairwise(ranges):
         assert end == start and data[start - 2 : start] == b"\n\n" and data.startswith(b"// -----// IR Dump ", start)
 
 
