@@ -45,6 +45,16 @@ class Settings(BaseSettings):
         description="Largest profile file read (Proton .hatchet JSON, Nsight Compute CSV or .ncu-rep), in bytes: a "
         "profile is parsed whole, so a bigger one is kept as a file, not read, and a warning names it.",
     )
+    # The two scan settings are read from the environment where they act (the log helpers start
+    # before this class is imported, and parsers/ never imports app/); declared here for the docs.
+    scan_workers: int = Field(
+        0, description="Helper processes that scan a large plain log, each over byte ranges cut at dump banners "
+        "(app/ingest/log_ranges.py). 0: one per core this process may run on, less one (the ingest's own).",
+    )
+    pure_scan: bool = Field(
+        False, description="Scan with the pure-Python code even where the hyperscan wheel (the `fast` extra) is "
+        "installed: the same results, slower; for checking the two paths against each other.",
+    )
     ingest_timeout_seconds: float = Field(
         1800,
         description="Longest an upload or `irlens ingest` may spend reading its inputs, in seconds; past it "

@@ -19,14 +19,14 @@ import time
 from pathlib import Path
 
 from bench import ingest as ingest_bench
-from bench import inputs, web
+from bench import inputs, scan_workers, web
 from bench import inspector as inspector_bench
 from bench import peers as peers_bench
 from bench import source_map as map_bench
 
 MB = 1e6
 # captures: only the small and tiny captures of the storage stage (which runs them after the whole corpus)
-STAGES = ("ingest", "peers", "storage", "captures", "pages", "map", "throughput", "browser", "inspector")
+STAGES = ("ingest", "workers", "peers", "storage", "captures", "pages", "map", "throughput", "browser", "inspector")
 
 
 def machine() -> dict:
@@ -65,6 +65,16 @@ def run(args: argparse.Namespace) -> dict:
             log = inputs.big_log(size)
             print(f"bench: ingest {log.stat().st_size / MB:.0f} MB ...", file=sys.stderr, flush=True)
             results["ingest"].append(ingest_bench.bench_ingest(log, workdir, repeats=repeats))
+
+    if "workers" in stages:
+        log = inputs.big_log(356 * inputs.MiB)
+        print(f"bench: the scan of {log.stat().st_size / MB:.0f} MB in 1, 2 and 4 helpers ...", file=sys.stderr, flush=True)
+        ingest_bench.warm(log)
+        grep_seconds, _ = ingest_bench.grep_baseline(log)
+        runs = [scan_workers.scan(log, workers) for workers in (1, 2, 4)]
+        results["workers"] = {"bytes": log.stat().st_size, "grep_seconds": grep_seconds,
+                              "same_records": len({run["digest"] for run in runs}) == 1,
+                              "runs": [{k: v for k, v in run.items() if k != "digest"} for run in runs]}
 
     if "peers" in stages:
         print("bench: irlens vs tritonparse on six kernels ...", file=sys.stderr, flush=True)
@@ -172,6 +182,17 @@ def table(results: dict) -> str:
         if len(spread) > 1:
             rss += f" (runs {min(spread) / 2**20:.0f}-{max(spread) / 2**20:.0f})"
         rows.append((f"ingest {size:.0f} MB, peak RSS (median)", rss, "", "≤ 200 MB, flat"))
+    workers = results.get("workers")
+    if workers:
+        size, grep = workers["bytes"] / MB, workers["grep_seconds"]
+        for run in workers["runs"]:
+            cpu = sum(run["helpers"]) + run["own"]
+            rows.append((
+                (f"log scan alone, {size:.0f} MB, {run['workers']} helper(s): wall; CPU (per MB); slowest helper "
+                f"(the wall with a core each){'' if workers['same_records'] else ' RECORDS DIFFER'}"),
+                f"{_fmt_s(run['wall'])}; {_fmt_s(cpu)} ({cpu / size * 1000:.2f} ms/MB); {_fmt_s(max(run['helpers']))}",
+                f"{run['wall'] / grep:.1f}×", "",
+            ))
     rows += peers_bench.table_rows(results.get("peers"))
     low, high = (size / MB for size in ingest_bench.SMALL_CAPTURE_BYTES)
     for key, what in (

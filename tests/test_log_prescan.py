@@ -185,9 +185,12 @@ def test_over_the_terms_floor_the_ingest_finds_the_terms_itself(logs, monkeypatc
     assert all(terms is None for _, _, terms in got)
 
 
+@pytest.mark.parametrize("workers", [1, 3], ids=["one-helper", "three-helpers"])
 @pytest.mark.parametrize("terms_bytes", [log_prescan.TERMS_BYTES, 0], ids=["helper-terms", "own-terms"])
-def test_an_ingest_stores_the_same_with_and_without_the_helper(logs, tmp_path, monkeypatch, terms_bytes):
+def test_an_ingest_stores_the_same_with_and_without_the_helper(logs, tmp_path, monkeypatch, terms_bytes, workers):
     monkeypatch.setattr(log_prescan, "TERMS_BYTES", terms_bytes)
+    monkeypatch.setattr(log_prescan, "RANGE_BYTES", 300_000)  # three helpers take ranges in turn
+    monkeypatch.setenv("IRLENS_SCAN_WORKERS", str(workers))
     paths = [str(logs["junk"]), str(logs["cut"])]
     results = {}
     for name in ("helper", "here"):
@@ -202,6 +205,7 @@ def test_an_ingest_stores_the_same_with_and_without_the_helper(logs, tmp_path, m
         if prescan is not None:
             assert prescan.files_scanned == 2
             assert prescan.process is None  # the ingest stopped it
+            assert prescan._frames.count == workers
     assert results["helper"][0]["snapshots"] and results["helper"][0]["terms"]
     assert results["helper"] == results["here"]
 

@@ -13,12 +13,16 @@ from app.ingest.log_prescan import LogPrescan
 from app.ingest.state import IngestState, LogResult
 from parsers.autotune import AutotuneScanner, may_hold
 from parsers.diagnostics import LogLines, parse_gap
+from parsers.literal_scan import LiteralSet
 from parsers.log import NO_MODULE, body_damage, scan_log
 from parsers.records import CutLine, Dump, GapBlock, UnknownBanner
 from parsers.reproducer import Reproducer, find_reproducer
 from parsers.timing import TimingReport
 
 LONG_LINE = 1 << 20  # a gap line longer than this is reported: binary junk or a runaway print
+# Another thread's autotune table interleaved into a dump holds one of these (parsers/autotune.py).
+_AUTOTUNE_HINTS = LiteralSet((b" ms ", b"AUTOTUNE", b"utotuning"))
+_SNIFFED = 8  # bodies whose hint answer is remembered (an unchanged pass hands out the last one again)
 
 
 class _LogText:
@@ -77,6 +81,7 @@ class LogReader:
         replaced = 0
         dumps = 0  # dumps and dump banners, parsed or not
         autotune = AutotuneScanner()  # autotuning results printed among the other lines
+        sniffed: dict[int, tuple[bytes, bool]] = {}  # id(body) -> (body, holds an autotune hint)
 
         def process(record, digest: str | None, terms: frozenset[str] | None) -> None:
             nonlocal replaced, dumps
@@ -84,8 +89,14 @@ class LogReader:
             if kind is Dump:
                 dumps += 1
                 body = record.body
-                # another thread's autotune table interleaved into a dump (one C-speed scan of the body)
-                if b" ms " in body or b"AUTOTUNE" in body or b"utotuning" in body:
+                # another thread's autotune table interleaved into a dump: one scan per distinct body
+                # (the body of an unchanged pass is the same object again), for all three hints at once
+                known = sniffed.get(id(body))
+                if known is None or known[0] is not body:
+                    if len(sniffed) >= _SNIFFED:
+                        sniffed.clear()
+                    known = sniffed[id(body)] = (body, _AUTOTUNE_HINTS.any(body))
+                if known[1]:
                     for offset, line in enumerate(body.decode("utf-8", "replace").split("\n")):
                         autotune.feed(record.line + 1 + offset, line)
                 self._add_dump(result, record, path, digest, terms)

@@ -14,6 +14,7 @@ from app.highlight.hwops import (
     op_group,
     text_target,
 )
+from parsers.literal_scan import SpanScan
 
 __all__ = ["FIRST_OP", "MAX_NAME", "OP", "blob_terms"]
 
@@ -30,10 +31,21 @@ FIRST_OP = re.compile(OP_AT)
 _INTRINSIC = re.compile(rb'\n[ \t]*(?:%[^\n=]*=[ \t]*)?llvm\.call_intrinsic[ \t]+"(llvm\.[\w.]+)"')
 # A layout attribute, defined as an alias or written inline: #ttg.blocked<...>, #ttg.nvidia_mma<...>.
 _LAYOUT = re.compile(rb"#(?:ttg|triton_gpu|ttng|triton_nvidia_gpu|amdg|amdgpu|triton_amdgpu)\.(\w+)<")
+# With hyperscan: the layout attributes' spans and whether "asm" occurs, in one pass (the `re` path
+# is two: `in`, then a findall whose first byte, "#", starts every #loc). A layout span holds one "."
+# and ends at "<", so no two overlap and the spans are findall's.
+_ONE_PASS = SpanScan.create([_LAYOUT.pattern.replace(b"(\\w+)", b"\\w+"), b"asm"], [False, True])
 
 
 def blob_terms(body: bytes) -> frozenset[str]:
     """Every term one IR text holds."""
+    kinds = None
+    if _ONE_PASS is not None:
+        layouts, asm = _ONE_PASS.spans(body)
+        has_asm = bool(asm)
+        kinds = {body[body.index(b".", start) + 1 : end - 1] for start, end in layouts}
+    else:
+        has_asm = b"asm" in body
     names = set(OP.findall(body))
     first = FIRST_OP.match(body)
     if first is not None:
@@ -49,12 +61,12 @@ def blob_terms(body: bytes) -> frozenset[str]:
             group = op_group('llvm.call_intrinsic "' + intrinsic.decode("ascii") + '"')
             if group:
                 terms.add("group:" + group)
-    if b"asm" in body or "group:descriptor" in terms:  # as count_groups does: PTX in inline
+    if has_asm or "group:descriptor" in terms:  # as count_groups does: PTX in inline
         # assembly, descriptor ops by the module's own target. IR printers write ASCII: its
         # assembly strings are found in the bytes, and the text is decoded only if needed.
         ascii_text = body.isascii()
         text = None if ascii_text else body.decode("utf-8", "replace")
-        if b"asm" in body:
+        if has_asm:
             asm_groups = inline_asm_groups_ascii(body) if ascii_text else inline_asm_groups(text)
             terms.update("group:" + group for group in asm_groups)
         if "group:descriptor" in terms:
@@ -62,5 +74,7 @@ def blob_terms(body: bytes) -> frozenset[str]:
             if group != "descriptor":
                 terms.discard("group:descriptor")
                 terms.add("group:" + group)
-    terms.update("layout:" + kind.decode("ascii") for kind in set(_LAYOUT.findall(body)) if len(kind) <= MAX_NAME)
+    if kinds is None:
+        kinds = set(_LAYOUT.findall(body))
+    terms.update("layout:" + kind.decode("ascii") for kind in kinds if len(kind) <= MAX_NAME)
     return frozenset(terms)
