@@ -12,7 +12,7 @@ WORKDIR /opt/irlens
 # Editable, because the app finds templates/ and static/ next to the app/ package in the source tree.
 COPY pyproject.toml README.md ./
 RUN mkdir -p app parsers && touch app/__init__.py parsers/__init__.py \
- && /venv/bin/pip install -q -e '.[postgres]'
+ && /venv/bin/pip install -q -e '.[postgres,fast]'
 COPY app/ app/
 COPY parsers/ parsers/
 COPY templates/ templates/
