@@ -146,6 +146,10 @@ class Urls:
     def search(self, query: str | None = None) -> str:
         return self.path("/search") + (f"?q={quote(query, safe='')}" if query else "")
 
+    def search_suggest(self, word: str | None = None) -> str:
+        """Completions of the word being typed in the search box: an HTML list of options (and .json)."""
+        return self.path("/search/suggest") + (f"?q={quote(word, safe='')}" if word else "")
+
     def run_edit(self, run_id: str) -> str:
         return self.run(run_id) + "/edit"
 

@@ -1,4 +1,4 @@
-"""Team workflow: search runs, and (for a run's owner) retitle, retag, list/unlist or delete it.
+"""Team workflow: search runs (and complete the word being typed in the search box), and (for a run's owner) retitle, retag, list/unlist or delete it.
 
 HTML forms post to /runs/ID/edit and /runs/ID/delete and are redirected; scripts use
 PATCH /runs/ID (JSON) and DELETE /runs/ID with `Authorization: Bearer TOKEN`.
@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from app.insight.op_search import search_compilations, split_query
 from app.insight.page_data import iso_time
 from app.insight.run_search import search_runs
+from app.insight.search_suggest import suggest
 from app.settings import Settings
 from app.store.models import Run
 from app.store.retention import delete_run
@@ -97,6 +98,18 @@ def search(request: Request, session: SessionDep, urls: UrlsDep, identity: Ident
         return respond(request, "search.html", {"q": q, "count": len(found["compilations"]), "runs": [], **found})
     runs = search_runs(session, q, urls, visible)
     return respond(request, "search.html", {"q": q, "count": len(runs), "runs": runs})
+
+
+MAX_WORD = 200  # a word longer than this is no name being typed
+
+
+@router.get("/search/suggest")
+@router.get("/search/suggest.json")
+def search_suggest(request: Request, session: SessionDep, identity: IdentityDep, q: str = ""):
+    """`q` is the one word at the caret (static/search-suggest.js finds it); HTML: the <li role=option> list."""
+    visible = visible_runs(identity, request.app.state.settings)
+    data = suggest(session, q[:MAX_WORD], visible) if q.strip() else {"q": q, "field": "", "value": "", "suggestions": []}
+    return respond(request, "_suggest.html", data)
 
 
 # -- edit ----------------------------------------------------------------------------------------------
