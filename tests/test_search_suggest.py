@@ -5,6 +5,7 @@ read without the op index, and against the searches the suggestions lead to."""
 from __future__ import annotations
 
 from html.parser import HTMLParser
+
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update

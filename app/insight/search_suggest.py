@@ -26,7 +26,7 @@ CANDIDATES = 300  # rows read per kind before ranking: the list shows 10, a word
 RECENT_RUNS = 1000  # kernel names come from the newest runs: a suggestion must not scan every compilation
 MIN_BARE = 2  # a bare word of one letter matches nearly every kernel and title
 FIELDS = ("op", "group", "layout", "kernel", "title")
-_WORD = re.compile(r"(?:(?P<field>[A-Za-z]+):)?(?P<value>.*)", re.S)
+_WORD = re.compile(r"(?:(?P<field>[A-Za-z]+):)?(?P<value>.*)", re.DOTALL)
 
 
 @dataclass
