@@ -36,7 +36,7 @@ from app.store.models import Banner, Compilation, Run, Snapshot
 from app.urls import Urls, parse_int, parse_snapshot_id, snapshot_id
 from app.web.errors import error_json
 from app.web.page_cache import cache_response, cached_response
-from app.web.responder import SessionDep, UrlsDep, render_block, templates
+from app.web.responder import SessionDep, UrlsDep, json_twin_url, render_block, templates
 from app.web.views import diff_rows as row_rendering
 from app.web.views.diff_rows import (
     VIEWS,
@@ -293,12 +293,6 @@ def _cache_headers(tag: str) -> dict[str, str]:
     return {"ETag": tag, "Cache-Control": "private, max-age=0, must-revalidate", "Vary": "HX-Request"}
 
 
-def _json_url(request: Request, urls: Urls) -> str:
-    route = urls.route(request.url.path)
-    url = urls.json(urls.path(route))
-    return url + (f"?{request.url.query}" if request.url.query else "")
-
-
 def _not_found(request: Request, urls: Urls, message: str, wants_json: bool) -> Response:
     if wants_json:
         return error_json(message, 404)
@@ -309,7 +303,7 @@ def _not_found(request: Request, urls: Urls, message: str, wants_json: bool) -> 
             "data": {"error": message},
             "page": None,
             "urls": urls,
-            "json_url": _json_url(request, urls),
+            "json_url": json_twin_url(request),
             "settings": request.app.state.settings,
         },
         status_code=404,
@@ -340,7 +334,7 @@ def diff_page(request: Request, spec: str, session: SessionDep, urls: UrlsDep) -
         data["hunks"] = hunks_json(result, options.diff.context)
         return cache_response(request, session, runs, JSONResponse(data, headers=headers))
 
-    json_url = _json_url(request, urls)
+    json_url = json_twin_url(request)
     page = _page_model(result, a, b, options, urls, data)
     context = {
         "request": request,
