@@ -134,6 +134,18 @@ def json_twin_url(request: Request) -> str:
     return json_url + (f"?{request.url.query}" if request.url.query else "")
 
 
+def page_context(request: Request, data: dict, page: dict | None = None, json_url: str | None = None) -> dict:
+    """What a page's template is given: its data, the page model, the URLs, the .json twin's URL, settings."""
+    return {
+        "request": request,
+        "data": data,
+        "page": page,
+        "urls": request.app.state.urls,
+        "json_url": json_url or json_twin_url(request),
+        "settings": request.app.state.settings,
+    }
+
+
 def respond(request: Request, template: str, data: dict[str, Any], status: int = 200, headers: dict | None = None):
     """One view, two faces: HTML at the path, JSON at the path + .json."""
     urls: Urls = request.app.state.urls
