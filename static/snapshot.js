@@ -1,7 +1,7 @@
 /* irlens: the compilation timeline, the snapshot / cached-file viewer and the map page.
  *
  * Everything here enhances server-rendered HTML: links, anchors and ?loc=1 style toggles work
- * without it. Markup (see app/render.py): #ir > .ln#L{n}[data-py="F:L"] > a.nr, .gtr, .mk, .code;
+ * without it. Markup (see app/render/__init__.py): #ir > .ln#L{n}[data-py="F:L"] > a.nr, .gtr, .mk, .code;
  * the Python pane: .src-file[data-file=F][data-path] > .src > .pl[data-l=L], lines outside the
  * first window inside .pl-defer[data-start, data-count] > template.
  * A long text arrives in parts: the page holds its first lines and one .part.pending[data-start,
@@ -259,7 +259,7 @@
       pythonSelected = null;
     }
     function pane(file) { return page.querySelector('.src-file[data-file="' + file + '"]'); }
-    /* Python lines outside the window the page laid out wait in templates (app/source_window.py):
+    /* Python lines outside the window the page laid out wait in templates (app/web/source_window.py):
      * filled in when scrolled near, or when a line in them is needed */
     function fillPython(block) {
       const template = block.querySelector("template");

@@ -10,8 +10,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import delete, func, select, update
 
 from app import diff
-from app.insight import adjacent_diffs
-from app.insight import precompute as map_prep
+from app.insight import adjacent_diffs, precompute
 from app.render import blob_reader
 from app.settings import Settings
 from app.store.db import Database
@@ -40,9 +39,9 @@ def test_stored_segments_are_the_computed_diff(tmp_path, stored_everything):
     database = Database(fresh_db_url(tmp_path))
     try:
         run = ingest_paths(database, [FIXTURE])
-        assert map_prep.pending_runs(database) == [run["run"]]
-        assert map_prep.prepare_pending(database) == 1
-        assert map_prep.pending_runs(database) == []
+        assert precompute.pending_runs(database) == [run["run"]]
+        assert precompute.prepare_pending(database) == 1
+        assert precompute.pending_runs(database) == []
         rows = _rows(database)
         with database.session() as session:
             assert len(rows) == len(adjacent_diffs.run_pairs(session, run["run"])) >= 12
@@ -81,7 +80,7 @@ def test_the_page_is_the_same_with_and_without_stored_rows(tmp_path, stored_ever
     database = Database(url)
     try:
         run = ingest_paths(database, [FIXTURE])
-        map_prep.prepare_run(database, run["run"])
+        precompute.prepare_run(database, run["run"])
         assert _rows(database)
         with database.session() as session:
             blobs = list(session.scalars(select(Snapshot.blob).join(Compilation).where(
@@ -131,7 +130,7 @@ def test_rows_of_other_diff_code_are_ignored_then_replaced(tmp_path, stored_ever
     database = Database(fresh_db_url(tmp_path))
     try:
         run = ingest_paths(database, [FIXTURE])
-        map_prep.prepare_run(database, run["run"])
+        precompute.prepare_run(database, run["run"])
         stored = len(_rows(database))
         with database.session() as session:
             session.execute(update(AdjacentDiff).values(version="older"))
@@ -150,7 +149,7 @@ def test_deleting_the_run_deletes_its_stored_diffs(tmp_path, stored_everything):
     try:
         first = ingest_paths(database, [FIXTURE])
         second = ingest_paths(database, [FIXTURE])  # the same texts: the rows are shared
-        map_prep.prepare_pending(database)
+        precompute.prepare_pending(database)
         stored = len(_rows(database))
         assert stored
         delete_run(database, first["run"])

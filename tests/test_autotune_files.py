@@ -25,29 +25,16 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 
-from app.settings import Settings
-from app.store.db import Database
-from app.web.app import create_app
 from parsers import registry
 from parsers.autotune_files import HelionLogReader, parse_helion_config
-from tests.conftest import REPO, fresh_db_url, ingest_paths
+from tests.conftest import REPO
+from tests.test_snapshot_pages import make_site
 
 FIXTURES = REPO / "tests" / "fixtures"
 HELION = FIXTURES / "helion_autotune"
 TRITON_CACHE = FIXTURES / "triton_autotune_cache"
 GPU_RUN = FIXTURES / "gpu_runs" / "autotune.tar.xz"
-
-
-def site(tmp: Path, paths: list) -> tuple[TestClient, dict]:
-    url = fresh_db_url(tmp)
-    database = Database(url)
-    try:
-        run = ingest_paths(database, paths)
-    finally:
-        database.dispose()
-    return TestClient(create_app(Settings(db_url=url, load_demo=False, data_dir=tmp))), run
 
 
 def helion_reference(path: Path) -> dict[str, dict[str, dict]]:
@@ -64,7 +51,7 @@ def helion_reference(path: Path) -> dict[str, dict[str, dict]]:
 
 
 def test_helion_log_and_sidecar_in_the_run_json(tmp_path):
-    client, run = site(tmp_path, [HELION / "matmul_autotune.csv", HELION / "matmul_autotune.meta.jsonl"])
+    client, run = make_site(tmp_path, [HELION / "matmul_autotune.csv", HELION / "matmul_autotune.meta.jsonl"])
     with client:
         data = client.get(f"/runs/{run['run']}.json").json()
     for path in HELION.glob("matmul_autotune.*"):
@@ -135,7 +122,7 @@ def printed_timings(log: str) -> list[tuple[tuple, dict[str, list[float]], str]]
 
 @pytest.fixture(scope="module")
 def triton_cached(tmp_path_factory):
-    client, run = site(tmp_path_factory.mktemp("cached"), [GPU_RUN, TRITON_CACHE])
+    client, run = make_site(tmp_path_factory.mktemp("cached"), [GPU_RUN, TRITON_CACHE])
     with tarfile.open(GPU_RUN, "r:xz") as tar:
         log = tar.extractfile("autotune/run.log").read().decode()  # type: ignore[union-attr]
     with client:

@@ -12,12 +12,9 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 
-from app.settings import Settings
-from app.store.db import Database
-from app.web.app import create_app
-from tests.conftest import REPO, fresh_db_url, ingest_paths
+from tests.conftest import REPO
+from tests.test_snapshot_pages import make_site
 
 RUNS = REPO / "tests" / "fixtures" / "gpu_runs"
 CONFIG = re.compile(r"BLOCK_M: (\d+), BLOCK_N: (\d+), BLOCK_K: (\d+), GROUP_M: (\d+), num_warps: (\d+), "
@@ -42,19 +39,9 @@ def res_usage(archive: str) -> dict[str, tuple[int, int, int]]:
     return found
 
 
-def site(tmp: Path, paths: list) -> tuple[TestClient, dict]:
-    url = fresh_db_url(tmp)
-    database = Database(url)
-    try:
-        run = ingest_paths(database, paths)
-    finally:
-        database.dispose()
-    return TestClient(create_app(Settings(db_url=url, load_demo=False, data_dir=tmp))), run
-
-
 @pytest.fixture(scope="module")
 def triton_run(tmp_path_factory):
-    client, run = site(tmp_path_factory.mktemp("autotune"), [RUNS / "autotune.tar.xz"])  # the archive as uploaded
+    client, run = make_site(tmp_path_factory.mktemp("autotune"), [RUNS / "autotune.tar.xz"])  # the archive as uploaded
     with client:
         data = client.get(f"/runs/{run['run']}.json").json()
         details = {c["id"]: client.get(c["url"] + ".json").json() for c in data["compilations"]}
@@ -174,7 +161,7 @@ def check_inductor(data: dict, log: str) -> list[dict]:
 
 
 def test_inductor_tables_every_choice(tmp_path):
-    client, run = site(tmp_path, [RUNS / "inductor_autotune.tar.xz"])
+    client, run = make_site(tmp_path, [RUNS / "inductor_autotune.tar.xz"])
     with client:
         data = client.get(f"/runs/{run['run']}.json").json()
     tables = check_inductor(data, member("inductor_autotune.tar.xz", "inductor_autotune/run.log"))
@@ -209,7 +196,7 @@ def test_inductor_tables_with_dump_lines_written_into_them(tmp_path):
         count += 1
     path = tmp_path / "interleaved.log"
     path.write_text("\n".join(out))
-    client, run = site(tmp_path, [path])
+    client, run = make_site(tmp_path, [path])
     with client:
         data = client.get(f"/runs/{run['run']}.json").json()
     tables = check_inductor(data, log)  # every choice intact: names, times, percents, full configs

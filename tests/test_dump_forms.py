@@ -30,7 +30,7 @@ def fixture_bytes(name: str) -> bytes:
 
 def scanned(data: bytes) -> tuple[list[Dump], list[UnknownBanner], list[CompilationRecord]]:
     """The log's dumps, unknown banners and compilations, as the ingest gets them from parsers/: an
-    intact dump is a snapshot, a damaged one is counted and reported (app/log_reader.py)."""
+    intact dump is a snapshot, a damaged one is counted and reported (app/ingest/log_reader.py)."""
     dumps, unknown = [], []
     grouper = CompilationGrouper()
     for record in scan_log(io.BytesIO(data)):

@@ -287,7 +287,7 @@ def test_banner_fields_survive_a_downgrade_to_0010_and_back_and_line_indexes_are
     """Revision 0011 moves the banner's fields onto its row: a real capture's snapshots show the same
     fields at 0010 and at 0011 again. Its line indexes (derived rows) are dropped both ways with the
     runs' "prepared" mark, and the preparation makes the same indexes again."""
-    from app.insight import precompute as map_prep
+    from app.insight import precompute
     from app.store.models import Compilation
     from tests.conftest import corpus_archive, ingest_paths, map_indexes
 
@@ -299,7 +299,7 @@ def test_banner_fields_survive_a_downgrade_to_0010_and_back_and_line_indexes_are
     database = Database(url)
     try:
         run = ingest_paths(database, [corpus_archive("sm90_llvm")])
-        map_prep.prepare_run(database, run["run"])
+        precompute.prepare_run(database, run["run"])
         before = map_indexes(database)
         cache_metadata = metadata(database)
     finally:
@@ -335,8 +335,8 @@ def test_banner_fields_survive_a_downgrade_to_0010_and_back_and_line_indexes_are
         engine.dispose()
     database = Database(url)
     try:
-        assert map_prep.pending_runs(database) == [run["run"]]
-        map_prep.prepare_run(database, run["run"])
+        assert precompute.pending_runs(database) == [run["run"]]
+        precompute.prepare_run(database, run["run"])
         assert map_indexes(database) == before
         assert metadata(database) == cache_metadata  # zlib at 0011, JSON at 0010, zlib again
     finally:
@@ -388,14 +388,14 @@ def test_the_recompression_index_is_partial_both_ways_and_the_models_load_no_pos
 def test_line_indexes_go_from_hashes_to_blob_ids_and_back_and_lose_their_orphans(tmp_path):
     """Revision 0016 keys `line_indexes` by blob id. An index whose blob is gone (left by a deletion
     before 0016) is dropped, with the pack only it used; the others read the same after both ways."""
-    from app.insight import precompute as map_prep
+    from app.insight import precompute
     from tests.conftest import corpus_archive, ingest_paths, map_indexes
 
     url = fresh_db_url(tmp_path)
     database = Database(url)
     try:
         run = ingest_paths(database, [corpus_archive("sm90_llvm")])
-        map_prep.prepare_run(database, run["run"])
+        precompute.prepare_run(database, run["run"])
         before = map_indexes(database)
     finally:
         database.dispose()

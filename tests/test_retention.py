@@ -195,7 +195,7 @@ def test_packs_live_while_any_of_their_texts_is_used(db, tmp_path):
 
 
 def test_deleting_a_run_deletes_its_texts_map_line_indexes_and_their_packs(db):
-    from app.insight import precompute as map_prep
+    from app.insight import precompute
     from app.store.models import LineIndex, LineIndexPack
 
     def counts() -> tuple[int, int]:
@@ -205,10 +205,10 @@ def test_deleting_a_run_deletes_its_texts_map_line_indexes_and_their_packs(db):
 
     first = ingest_paths(db, [corpus_archive("sm90_llvm")], title="first")
     second = ingest_paths(db, [FIXTURE_LOG], title="second")
-    map_prep.prepare_run(db, second["run"])
+    precompute.prepare_run(db, second["run"])
     kept = map_indexes(db, second["run"])
     second_only = counts()
-    map_prep.prepare_run(db, first["run"])
+    precompute.prepare_run(db, first["run"])
     assert counts()[0] > second_only[0] > 0 and counts()[1] > second_only[1] > 0
 
     delete_run(db, first["run"])
@@ -220,4 +220,4 @@ def test_deleting_a_run_deletes_its_texts_map_line_indexes_and_their_packs(db):
         used = set(session.scalars(select(LineIndex.pack).where(LineIndex.pack.is_not(None))))
         assert set(session.scalars(select(LineIndexPack.pk))) == used
     assert map_indexes(db, second["run"]) == kept
-    assert map_prep.pending_runs(db) == []  # the kept run's indexes did not have to be made again
+    assert precompute.pending_runs(db) == []  # the kept run's indexes did not have to be made again

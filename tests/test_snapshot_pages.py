@@ -522,15 +522,15 @@ def test_a_cached_page_is_answered_before_routing(tmp_path, monkeypatch):
     """A repeat GET of a cached page is answered by the page cache's middleware, without a database
     session or the view; once its runs' lookup is stale it looks them up again, with a session."""
     from app.web import page_cache
-    from app.web.views import snapshots
+    from app.web.views import ir_page
 
     client, run = make_site(tmp_path, [FIXTURES / "sm90_add_kernel_dump.log.gz"])
     with client:
         url = get_json(client, run["compilations"][0]["url"])["snapshots"][3]["url"]
         first = client.get(url)
         calls = []
-        view_lookup = snapshots.cached_response
-        monkeypatch.setattr(snapshots, "cached_response", lambda *a: calls.append(a) or view_lookup(*a))
+        view_lookup = ir_page.cached_response
+        monkeypatch.setattr(ir_page, "cached_response", lambda *a: calls.append(a) or view_lookup(*a))
         monkeypatch.setattr(page_cache, "RECHECK_SECONDS", 3600.0)
         again = client.get(url)
         assert again.status_code == 200 and again.content == first.content

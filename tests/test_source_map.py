@@ -11,8 +11,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app import render
-from app.insight import precompute as map_prep
-from app.insight import source_map
+from app.insight import precompute, source_map
 from app.store.db import Database
 from app.store.models import Compilation, LineIndex
 from app.web.views.ir_page import text_loader
@@ -35,7 +34,7 @@ def test_pass_indexes_equal_the_snapshot_pages_locations(tmp_path, capture, stor
     try:
         run = ingest_paths(database, [path])
         if stored:
-            map_prep.prepare_run(database, run["run"])
+            precompute.prepare_run(database, run["run"])
         render.clear_caches()
         source_map.clear()
         with database.session() as session:
@@ -89,9 +88,9 @@ def test_the_server_prepares_each_stored_run_once(tmp_path):
     database = Database(fresh_db_url(tmp_path))
     try:
         run = ingest_paths(database, [FIXTURES / "sm90_add_kernel_dump.log.gz"])
-        assert map_prep.pending_runs(database) == [run["run"]]
-        assert map_prep.prepare_pending(database) == 1
-        assert map_prep.pending_runs(database) == []
+        assert precompute.pending_runs(database) == [run["run"]]
+        assert precompute.prepare_pending(database) == 1
+        assert precompute.pending_runs(database) == []
         with database.session() as session:
             assert session.scalar(select(func.count()).select_from(LineIndex))
     finally:
@@ -112,7 +111,7 @@ def test_a_visit_and_the_background_prep_may_index_the_same_run_at_once(tmp_path
         def compute_after_the_prep(*args):
             if not raced:  # the prep runs and commits between this visit's read and its store
                 raced.append(True)
-                map_prep.prepare_run(database, run["run"])
+                precompute.prepare_run(database, run["run"])
             return compute(*args)
 
         monkeypatch.setattr(line_index, "_compute", compute_after_the_prep)

@@ -52,7 +52,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from app.insight import precompute as map_prep
+    from app.insight import precompute
     from app.insight.op_index import backfill, index_run
     from app.store.models import Run
 
@@ -74,11 +74,11 @@ def cmd_index(args: argparse.Namespace) -> int:
                     return 1
                 index_run(session, run_id)
                 session.commit()
-            map_prep.prepare_run(db, run_id)  # and its map pages' Python-line indexes
+            precompute.prepare_run(db, run_id)  # and its map pages' Python-line indexes
             progress(number, len(args.runs), run_id)
         count = backfill(db.session, progress) if args.backfill else 0
         if args.backfill:
-            map_prep.prepare_pending(db)
+            precompute.prepare_pending(db)
     finally:
         db.dispose()
     print(f"op index: {len(args.runs) + count} runs indexed")

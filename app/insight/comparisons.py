@@ -20,6 +20,7 @@ from app import render
 from app.highlight.hwops import GROUPS
 from app.insight import blob_facts
 from app.insight.compilation_data import compilation_data
+from app.insight.kernel_config import options, recorded_constexprs
 from app.insight.page_data import iso_time
 from app.insight.pass_alignment import Pair, PassStep, align, first_divergence
 from app.insight.resources import resource_counts
@@ -41,7 +42,6 @@ FINAL_STAGES = (
 REGISTER_KEYS = ("n_regs", "n_spills", "num_regs", "num_spills", "n_max_threads")
 _AMDGCN_COUNT = re.compile(r"^\s*-?\s*\.((?:v|s|a)gpr(?:_spill)?_count):\s*(\d+)\s*$", re.MULTILINE)
 CANDIDATES_FROM_OTHER_RUNS = 20
-_LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
 
 class CompareNotFound(Exception):
@@ -252,27 +252,8 @@ def final_stage_differences(a_stages: dict, b_stages: dict) -> list[dict[str, An
 
 def _config(compilation: Compilation) -> dict[str, Any]:
     """What sets one autotune variant apart: the constexprs (block sizes...) where the metadata has
-    them, then the launch options. A traced compilation (app/ingest/traces.py) carries its autotune
-    `config`; cache metadata its `constants`, or block sizes as keys of their own."""
-    metadata = compilation.metadata_json or {}
-    config: dict[str, Any] = {}
-    for source in (metadata.get("config"), metadata.get("constants")):
-        if isinstance(source, dict):
-            for name, value in source.items():
-                if name not in _LAUNCH_OPTIONS:
-                    config.setdefault(str(name), value)
-    for name, value in metadata.items():  # block sizes recorded as keys of their own (BLOCK_M, ...)
-        if isinstance(name, str) and name.upper().startswith("BLOCK"):
-            config.setdefault(name, value)
-    for key in _LAUNCH_OPTIONS:
-        value = getattr(compilation, key, None)
-        if value is None:
-            value = metadata.get(key)
-            if value is None and isinstance(metadata.get("config"), dict):
-                value = metadata["config"].get(key)
-        if value is not None:
-            config[key] = value
-    return config
+    them, then the launch options (app/insight/kernel_config.py reads both)."""
+    return recorded_constexprs(compilation) | options(compilation)
 
 
 def _autotune(compilation: Compilation) -> dict[str, Any] | None:

@@ -1,7 +1,7 @@
 """Op history: one op (an IR line, an SSA value, or a Python line) followed through every pass.
 
 SSA numbers change from pass to pass, so an op is followed by its location: the Python `file:line:col`
-its `loc` resolves to (aliases, callsites and fused locations through parsers/loc.py), narrowed by the
+its `loc` resolves to (aliases, callsites and fused locations through parsers/locations/mlir.py), narrowed by the
 result's NameLoc (the Python variable name) when it has one. In each snapshot the ops at that location
 are listed with their result types and layouts; between two snapshots the history says which pass
 made the op appear, rewrote it into other ops, changed its type or layout, or removed it.
@@ -118,7 +118,7 @@ def _summary(item: OpLine) -> dict:
 
 
 def history(target: Target, snapshots: list[dict], ops_of: Callable[[dict], list[OpLine] | None]) -> list[dict]:
-    """Per snapshot (rows from queries.snapshot_dict), the ops matching the target and what changed.
+    """Per snapshot (rows from page_data.snapshot_dict), the ops matching the target and what changed.
     `ops_of` gives None for a snapshot it cannot follow (LLVM IR has no MLIR locations). A snapshot
     whose ops carry no location at all (the software pipeliner's internal dumps print without debug
     info) cannot be followed either: it is marked so, never read as the op's removal."""

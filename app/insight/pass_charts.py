@@ -157,7 +157,7 @@ def sparkline(values: list[float | None], rows: list[dict], label: str, unit: st
 
 def pass_charts(snapshots: list, rows: list[dict], load: Callable[[str], TextLoader]) -> dict:
     """The series for a compilation's snapshots (models, in index order) and their page rows
-    (queries.snapshot_dict plus "ms"). `load(digest)` gives a blob's text loader."""
+    (page_data.snapshot_dict plus "ms"). `load(digest)` gives a blob's text loader."""
     by_blob: dict[str, Measures] = {}
     for snapshot in snapshots:
         if snapshot.blob not in by_blob:

@@ -21,11 +21,10 @@ from app.store.db import Database
 from app.store.models import Run
 from app.store.retention import start_retention
 from app.urls import Urls
-from app.web import responder as web
 from app.web import warm_pages
 from app.web.auth import AuthMiddleware
 from app.web.page_cache import CachedPageMiddleware
-from app.web.responder import STATIC_DIR, http_error
+from app.web.responder import STATIC_DIR, http_error, warm_up
 from app.web.security import SecurityMiddleware, server_error
 from app.web.views import auth as auth_views
 from app.web.views import (
@@ -83,7 +82,7 @@ def create_app(settings: Settings | None = None, background: bool = True) -> Fas
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        web.warm_up()
+        warm_up()
         render.warm_up()
         if app.state.freeze_gc:
             await warm_pages.warm_up(app)  # before the freeze: what it leaves in caches is frozen too

@@ -126,15 +126,32 @@ async def http_error(request: Request, error: StarletteHTTPException):
     )
 
 
+def json_twin_url(request: Request) -> str:
+    """The URL of this page's .json twin, with the page's query."""
+    urls: Urls = request.app.state.urls
+    route = urls.route(request.url.path)  # behind a proxy the path may arrive with or without the base URL
+    json_url = urls.json(urls.path(route)) if route != "/" else urls.path("/index.json")
+    return json_url + (f"?{request.url.query}" if request.url.query else "")
+
+
+def page_context(request: Request, data: dict, page: dict | None = None, json_url: str | None = None) -> dict:
+    """What a page's template is given: its data, the page model, the URLs, the .json twin's URL, settings."""
+    return {
+        "request": request,
+        "data": data,
+        "page": page,
+        "urls": request.app.state.urls,
+        "json_url": json_url or json_twin_url(request),
+        "settings": request.app.state.settings,
+    }
+
+
 def respond(request: Request, template: str, data: dict[str, Any], status: int = 200, headers: dict | None = None):
     """One view, two faces: HTML at the path, JSON at the path + .json."""
     urls: Urls = request.app.state.urls
     if wants_json(request):
         return JSONResponse(data, status_code=status, headers=headers)
-    route = urls.route(request.url.path)  # behind a proxy the path may arrive with or without the base URL
-    json_url = urls.json(urls.path(route)) if route != "/" else urls.path("/index.json")
-    if request.url.query:
-        json_url += f"?{request.url.query}"
+    json_url = json_twin_url(request)
     response = templates.TemplateResponse(
         request,
         template,

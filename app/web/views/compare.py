@@ -48,7 +48,7 @@ from app.insight.pass_alignment import (
 from app.urls import Urls, parse_compilation_id, parse_int, snapshot_id
 from app.web.errors import error_json
 from app.web.page_cache import cache_response, cached_response
-from app.web.responder import SessionDep, UrlsDep, render_block, templates
+from app.web.responder import SessionDep, UrlsDep, json_twin_url, page_context, render_block, templates
 from app.web.views import diffs
 from app.web.views.diff_rows import (
     PageOptions,
@@ -278,27 +278,11 @@ def _page_model(data: dict[str, Any], options: CompareOptions, urls: Urls, a: Si
 # --------------------------------------------------------------------------- responses
 
 
-def _json_url(request: Request, urls: Urls) -> str:
-    url = urls.json(urls.path(urls.route(request.url.path)))
-    return url + (f"?{request.url.query}" if request.url.query else "")
-
-
-def _context(request: Request, urls: Urls, data: dict, page: dict | None) -> dict[str, Any]:
-    return {
-        "request": request,
-        "data": data,
-        "page": page,
-        "urls": urls,
-        "json_url": _json_url(request, urls),
-        "settings": request.app.state.settings,
-    }
-
-
 def _not_found(request: Request, urls: Urls, message: str, wants_json: bool, status: int = 404) -> Response:
     if wants_json:
         return error_json(message, status)
     return templates.TemplateResponse(
-        request, "compare.html", _context(request, urls, {"error": message}, None), status_code=status
+        request, "compare.html", page_context(request, {"error": message}, None), status_code=status
     )
 
 
@@ -326,11 +310,11 @@ def compare_page(request: Request, spec: str, session: SessionDep, urls: UrlsDep
     data = page_data(session, a, b, options, urls)
     data["hot_lines"] = compare_hot_lines(session, a.compilation, b.compilation, urls, request.query_params.get("metric"))
     runs = (a.compilation.run_id, b.compilation.run_id)
-    json_url = _json_url(request, urls)
+    json_url = json_twin_url(request)
     headers = {"Vary": "HX-Request", "Link": f'<{json_url}>; rel="alternate"; type="application/json"'}
     if wants_json:
         return cache_response(request, session, runs, JSONResponse(data, headers=headers))
-    context = _context(request, urls, data, _page_model(data, options, urls, a, b))
+    context = page_context(request, data, _page_model(data, options, urls, a, b))
     if request.headers.get("hx-request") == "true":
         response: Response = HTMLResponse(render_block("compare.html", "main", context), headers=headers)
     else:
@@ -382,7 +366,7 @@ def compare_row(request: Request, spec: str, row: str, session: SessionDep, urls
     runs = (a.compilation.run_id, b.compilation.run_id)
     if wants_json:
         return cache_response(request, session, runs, JSONResponse(data))
-    context = _context(request, urls, data, None)
+    context = page_context(request, data, None)
     if request.query_params.get("preview"):
         page_options = PageOptions(options.diff, "split")
         renderer = RowRenderer(

@@ -36,7 +36,7 @@ from app.store.models import Banner, Compilation, Run, Snapshot
 from app.urls import Urls, parse_int, parse_snapshot_id, snapshot_id
 from app.web.errors import error_json
 from app.web.page_cache import cache_response, cached_response
-from app.web.responder import SessionDep, UrlsDep, render_block, templates
+from app.web.responder import SessionDep, UrlsDep, json_twin_url, page_context, render_block, templates
 from app.web.views import diff_rows as row_rendering
 from app.web.views.diff_rows import (
     VIEWS,
@@ -293,25 +293,13 @@ def _cache_headers(tag: str) -> dict[str, str]:
     return {"ETag": tag, "Cache-Control": "private, max-age=0, must-revalidate", "Vary": "HX-Request"}
 
 
-def _json_url(request: Request, urls: Urls) -> str:
-    route = urls.route(request.url.path)
-    url = urls.json(urls.path(route))
-    return url + (f"?{request.url.query}" if request.url.query else "")
-
-
 def _not_found(request: Request, urls: Urls, message: str, wants_json: bool) -> Response:
     if wants_json:
         return error_json(message, 404)
     return templates.TemplateResponse(
         request,
         "diff.html",
-        {
-            "data": {"error": message},
-            "page": None,
-            "urls": urls,
-            "json_url": _json_url(request, urls),
-            "settings": request.app.state.settings,
-        },
+        page_context(request, {"error": message}),
         status_code=404,
     )
 
@@ -340,16 +328,9 @@ def diff_page(request: Request, spec: str, session: SessionDep, urls: UrlsDep) -
         data["hunks"] = hunks_json(result, options.diff.context)
         return cache_response(request, session, runs, JSONResponse(data, headers=headers))
 
-    json_url = _json_url(request, urls)
+    json_url = json_twin_url(request)
     page = _page_model(result, a, b, options, urls, data)
-    context = {
-        "request": request,
-        "data": data,
-        "page": page,
-        "urls": urls,
-        "json_url": json_url,
-        "settings": request.app.state.settings,
-    }
+    context = page_context(request, data, page, json_url)
     headers["Link"] = f'<{json_url}>; rel="alternate"; type="application/json"'
     if htmx:
         response = HTMLResponse(render_block("diff.html", "main", context), headers=headers)
@@ -398,14 +379,7 @@ def diff_rows(request: Request, spec: str, session: SessionDep, urls: UrlsDep) -
         page = _page_model(result, a, b, options, urls, data, pieces)
         page["partial"] = {"first": start + 1, "last": end, "rows": result.rows}
         json_url = urls.diff(a.id, b.id) + ".json" + options.query()
-        context = {
-            "request": request,
-            "data": data,
-            "page": page,
-            "urls": urls,
-            "json_url": json_url,
-            "settings": request.app.state.settings,
-        }
+        context = page_context(request, data, page, json_url)
         headers["Link"] = f'<{json_url}>; rel="alternate"; type="application/json"'
         response = templates.TemplateResponse(request, "diff.html", context, headers=headers)
         return cache_response(request, session, _runs(a, b), response)

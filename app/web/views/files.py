@@ -9,14 +9,13 @@ from fastapi.responses import Response
 
 from app import render
 from app.insight.page_data import artifact_sort_key
-from app.web.page_cache import cached_response
 from app.web.responder import SessionDep, UrlsDep, immutable_headers
 from app.web.views.ir_page import (
-    etag_for,
     ir_response,
     lines_fragment,
     load_artifact,
     load_compilation,
+    open_ir,
     text_loader,
 )
 
@@ -38,14 +37,10 @@ def artifact_file(run_id: str, ordinal: str, artifact_pk: str, session: SessionD
 def artifact_view(
     request: Request, run_id: str, ordinal: str, artifact_pk: str, session: SessionDep, urls: UrlsDep
 ):
-    cached = cached_response(request, session)
-    if cached is not None:
-        return cached
-    compilation = load_compilation(session, run_id, ordinal)
-    artifact = load_artifact(session, compilation, artifact_pk)
-    tag, unchanged = etag_for(request, artifact.blob)
-    if unchanged is not None:
-        return unchanged
+    opened = open_ir(request, session, run_id, ordinal, load_artifact, artifact_pk)
+    if isinstance(opened, Response):
+        return opened
+    compilation, artifact, tag = opened.compilation, opened.part, opened.tag
     kind = render.artifact_kind(artifact.kind)
     load_text = text_loader(session, artifact.blob)
     rendered = render.analyse_ir(artifact.blob, kind, load_text)
@@ -90,14 +85,10 @@ def artifact_lines(
     count: int = render.PAGE_LINES,
 ):
     """An HTML fragment of a cached file's marked-up lines (see :func:`snapshot_lines`)."""
-    cached = cached_response(request, session)
-    if cached is not None:
-        return cached
-    compilation = load_compilation(session, run_id, ordinal)
-    artifact = load_artifact(session, compilation, artifact_pk)
-    _tag, unchanged = etag_for(request, artifact.blob)
-    if unchanged is not None:
-        return unchanged
+    opened = open_ir(request, session, run_id, ordinal, load_artifact, artifact_pk)
+    if isinstance(opened, Response):
+        return opened
+    artifact = opened.part
     kind = render.artifact_kind(artifact.kind)
     analysis = render.analyse_ir(artifact.blob, kind, text_loader(session, artifact.blob))
-    return lines_fragment(request, session, compilation.run_id, analysis, artifact.blob, start, count)
+    return lines_fragment(request, session, opened, analysis, start, count)

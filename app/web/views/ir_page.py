@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import HTTPException, Request
@@ -27,7 +28,7 @@ from app.layouts.cvt_costs import convert_costs, summary
 from app.layouts.uses import first_uses
 from app.store.models import Artifact, Compilation, Snapshot, Source
 from app.urls import Urls
-from app.web.page_cache import cache_response
+from app.web.page_cache import cache_response, cached_response
 from app.web.responder import int_param, respond, strip_json, wants_json
 from app.web.source_window import source_blocks
 from parsers.loc import match_source
@@ -79,7 +80,28 @@ def etag_for(request: Request, digest: str) -> tuple[str, Response | None]:
     return tag, None
 
 
+@dataclass
+class Opened:
+    """What an IR view renders: the compilation, its snapshot or cache file, and the ETag."""
 
+    compilation: Compilation
+    part: Snapshot | Artifact
+    tag: str
+
+
+def open_ir(
+    request: Request, session: Session, run_id: str, ordinal: str,
+    load_part: Callable[[Session, Compilation, str], Snapshot | Artifact], key: str,
+) -> Opened | Response:
+    """The page cache's copy, or a 304 when the client holds this version, both before any
+    rendering; else what the view needs to render the snapshot or file ``load_part`` finds by ``key``."""
+    cached = cached_response(request, session)
+    if cached is not None:
+        return cached
+    compilation = load_compilation(session, run_id, ordinal)
+    part = load_part(session, compilation, key)
+    tag, unchanged = etag_for(request, part.blob)
+    return unchanged if unchanged is not None else Opened(compilation, part, tag)
 
 
 def ir_response(
@@ -102,17 +124,17 @@ def show_all(request: Request) -> bool:
 
 
 def lines_fragment(
-    request: Request, session: Session, run_id: str, analysis: render.Analysis, digest: str, start: int, count: int
+    request: Request, session: Session, opened: Opened, analysis: render.Analysis, start: int, count: int
 ):
     """Lines ``start + 1`` .. ``start + count`` as an HTML fragment (what a page loads as it scrolls)."""
     if start < 0 or count < 0 or count > MAX_FRAGMENT_LINES:
         raise HTTPException(422, f"start must be >= 0 and count between 0 and {MAX_FRAGMENT_LINES}")
     lines = render.page_lines(analysis, start, count)
     body = render.group_chunks(lines, analysis.large)  # escaped by the renderer
-    tag = render.etag(digest, request.url.path + "?" + request.url.query)
+    tag = render.etag(opened.part.blob, request.url.path + "?" + request.url.query)
     response = HTMLResponse(body, headers=render.cache_headers(tag))
     response.headers["Vary"] = "HX-Request"
-    return cache_response(request, session, run_id, response)
+    return cache_response(request, session, opened.compilation.run_id, response)
 
 
 # --------------------------------------------------------------------------- shared parts

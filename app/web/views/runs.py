@@ -15,7 +15,7 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 
 from app.ingest.log_prescan import LogPrescan, upload_path
 from app.ingest.pipeline import Ingest, IngestError
-from app.insight import precompute as map_prep
+from app.insight import precompute
 from app.insight.autotune import annotate_variants, run_autotune
 from app.insight.comparisons import run_variants
 from app.insight.page_data import input_records, recent_runs, run_summary
@@ -216,7 +216,7 @@ def _ingest(app, files, title: str, owner: str | None = None, tags=(), listed: b
                          disassembler=app.state.disassembler, prescan=prescan).ingest(inputs)
             run.listed = listed
             session.commit()
-            map_prep.wake()  # its map pages' indexes, in the background
+            precompute.wake()  # its map pages' indexes, in the background
             return run_summary(session, run, app.state.urls)
     finally:
         if prescan is not None:

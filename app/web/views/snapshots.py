@@ -11,14 +11,13 @@ from app import render
 from app.insight.page_data import snapshot_dict
 from app.store.models import Banner, Compilation, Snapshot
 from app.urls import snapshot_id
-from app.web.page_cache import cached_response
 from app.web.responder import SessionDep, UrlsDep, immutable_headers
 from app.web.views.ir_page import (
-    etag_for,
     ir_response,
     lines_fragment,
     load_compilation,
     load_snapshot,
+    open_ir,
     text_loader,
 )
 
@@ -37,14 +36,10 @@ def snapshot_raw(run_id: str, ordinal: str, index: str, session: SessionDep):
 def snapshot_page(
     request: Request, run_id: str, ordinal: str, index: str, session: SessionDep, urls: UrlsDep
 ):
-    cached = cached_response(request, session)
-    if cached is not None:
-        return cached
-    compilation = load_compilation(session, run_id, ordinal)
-    snapshot = load_snapshot(session, compilation, index)
-    tag, unchanged = etag_for(request, snapshot.blob)
-    if unchanged is not None:
-        return unchanged
+    opened = open_ir(request, session, run_id, ordinal, load_snapshot, index)
+    if isinstance(opened, Response):
+        return opened
+    compilation, snapshot, tag = opened.compilation, opened.part, opened.tag
     run_id, ordinal_number = compilation.run_id, compilation.ordinal
     load_text = text_loader(session, snapshot.blob)
     rendered = _snapshot_analysis(session, compilation, snapshot, load_text)
@@ -102,16 +97,12 @@ def snapshot_lines(
     count: int = render.PAGE_LINES,
 ):
     """An HTML fragment of the snapshot's marked-up lines, for a page scrolling past its first ones."""
-    cached = cached_response(request, session)
-    if cached is not None:
-        return cached
-    compilation = load_compilation(session, run_id, ordinal)
-    snapshot = load_snapshot(session, compilation, index)
-    _tag, unchanged = etag_for(request, snapshot.blob)
-    if unchanged is not None:
-        return unchanged
+    opened = open_ir(request, session, run_id, ordinal, load_snapshot, index)
+    if isinstance(opened, Response):
+        return opened
+    compilation, snapshot = opened.compilation, opened.part
     analysis = _snapshot_analysis(session, compilation, snapshot, text_loader(session, snapshot.blob))
-    return lines_fragment(request, session, compilation.run_id, analysis, snapshot.blob, start, count)
+    return lines_fragment(request, session, opened, analysis, start, count)
 
 
 def _debug_info(
