@@ -1,4 +1,4 @@
-"""irlens against tritonparse on the same six kernels (issue 16: irlens ≤ 0.25× tritonparse's time).
+"""irlens against tritonparse on the same six kernels (issue 29: irlens ≤ 0.3× tritonparse's time in every run).
 
 Input (`six_kernels()`, made once and cached beside the other bench inputs): the corpus's sm90_mix
 kernels (add, softmax, layernorm, matmul, matmul with tensor descriptors, attention, from its
@@ -39,7 +39,7 @@ from bench.inputs import CORPUS, REPO
 MB = 1e6
 KERNELS = 6
 VERSION = "1"  # of the input: bump when peers_compile.py changes what it compiles
-TARGET_RATIO = 0.25
+TARGET_RATIO = 0.3  # issue 29: whole processes, imports included, in every run
 
 
 class Skipped(Exception):
