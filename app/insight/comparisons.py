@@ -8,7 +8,6 @@ twins share.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,9 +37,6 @@ FINAL_STAGES = (
     ("asm", "PTX / AMDGCN", ("ptx", "amdgcn"), None),
     ("sass", "SASS", ("sass",), None),
 )
-# Register and spill counts: keys some cache metadata carries, and the AMDGCN metadata note's.
-REGISTER_KEYS = ("n_regs", "n_spills", "num_regs", "num_spills", "n_max_threads")
-_AMDGCN_COUNT = re.compile(r"^\s*-?\s*\.((?:v|s|a)gpr(?:_spill)?_count):\s*(\d+)\s*$", re.MULTILINE)
 CANDIDATES_FROM_OTHER_RUNS = 20
 
 
@@ -163,19 +159,6 @@ def option_differences(a: Side, b: Side) -> list[dict[str, Any]]:
     ]
 
 
-def registers(metadata: dict | None, asm_text: str | None) -> dict[str, int]:
-    """Register and spill counts: from the cache metadata's keys, or an AMDGCN file's metadata note."""
-    found: dict[str, int] = {}
-    for key in REGISTER_KEYS:
-        value = (metadata or {}).get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            found[key] = value
-    if asm_text and ".amdgpu_metadata" in asm_text:
-        for name, value in _AMDGCN_COUNT.findall(asm_text):
-            found.setdefault(name, int(value))
-    return found
-
-
 def final_stages(session: Session, side: Side) -> dict[str, dict[str, Any]]:
     """Lines and op groups of the last TTGIR, LLVM IR and PTX/AMDGCN, from the cache files when
     there are any, else from the last snapshot of that stage; plus registers and spills."""
@@ -197,8 +180,7 @@ def final_stages(session: Session, side: Side) -> dict[str, dict[str, Any]]:
                 "lines": text.count("\n") + (1 if text and not text.endswith("\n") else 0),
                 "bytes": artifact.size,
                 "ops": dict(count(digest, lambda text=text: text)),
-                "registers": {**registers(side.compilation.metadata_json, text), **resource_counts(side.compilation)}
-                if key == "asm" else {},
+                "registers": resource_counts(side.compilation, session) if key == "asm" else {},
             }
         elif snapshot_stage is not None:
             last = next((s for s in reversed(side.snapshots) if s.stage == snapshot_stage), None)
@@ -216,7 +198,7 @@ def final_stages(session: Session, side: Side) -> dict[str, dict[str, Any]]:
             entry["label"] = label
             stages[key] = entry
     if "asm" not in stages:
-        found = {**registers(side.compilation.metadata_json, None), **resource_counts(side.compilation)}
+        found = resource_counts(side.compilation, session)
         if found:
             stages["asm"] = {"kind": None, "label": FINAL_STAGES[2][1], "from": "metadata", "lines": None,
                              "bytes": None, "ops": {}, "registers": found}

@@ -47,31 +47,51 @@ def attribute_rows(rows: list[dict]) -> None:
         row["made_by"] = pass_that_ran(dumps, row["index"])
 
 
-def _rows(session: Session, pks: list[int]) -> list:
+def _rows(session: Session, pks: list[int], keys: set[tuple[int, int]] | None = None) -> list:
+    """Banner rows of these compilations' snapshots: all of them, or only the (pk, index) ``keys``."""
     rows = []
     for start in range(0, len(pks), 200):
-        rows += session.execute(
+        statement = (
             select(Snapshot.compilation_pk, Snapshot.index, Snapshot.base_index, Banner.pass_name, Banner.when,
                    Banner.kind)
             .join(Snapshot.banner)
             .where(Snapshot.compilation_pk.in_(pks[start:start + 200]))
-        ).all()
+        )
+        if keys is not None:
+            statement = statement.where(Snapshot.index.in_(sorted({index for _, index in keys})))
+        rows += [row for row in session.execute(statement)
+                 if keys is None or (row.compilation_pk, row.index) in keys]
     return rows
+
+
+def _load(session: Session, pks: list[int], wanted: set[tuple[int, int]] | None) -> dict[int, dict[int, Dump]]:
+    """The dumps ``pass_that_ran`` needs: every one of the compilations, or the wanted ones and the
+    chain of bases behind each (a round per link: a base, and past a pipeliner step its own base)."""
+    by_compilation: dict[int, dict[int, Dump]] = {}
+    keys = wanted
+    while keys is None or keys:
+        for row in _rows(session, sorted({pk for pk, _ in keys}) if keys is not None else pks, keys):
+            by_compilation.setdefault(row.compilation_pk, {})[row.index] = Dump(
+                row.when, row.pass_name, row.kind, row.base_index)
+        if keys is None:
+            break
+        loaded = {(pk, index) for pk, dumps in by_compilation.items() for index in dumps}
+        keys = {(pk, dump.base) for pk, index in keys if (dump := by_compilation.get(pk, {}).get(index))
+                and dump.base is not None and (dump.kind == "internal" or (pk, index) in wanted)} - loaded
+    return by_compilation
 
 
 def dump_passes(session: Session, compilation_pks: Iterable[int],
                 wanted: set[tuple[int, int]] | None = None) -> dict[tuple[int, int], dict]:
     """By (compilation pk, index), for the ``wanted`` snapshots (all when None) of these
     compilations: the dump's own ``pass`` and ``when``, and ``introduced_by``, the pass whose work
-    it first shows. Reads the banners of whole compilations (a chain of bases may be long)."""
-    by_compilation: dict[int, dict[int, Dump]] = {}
-    for row in _rows(session, sorted(set(compilation_pks))):
-        by_compilation.setdefault(row.compilation_pk, {})[row.index] = Dump(
-            row.when, row.pass_name, row.kind, row.base_index)
+    it first shows. With ``wanted``, reads only those dumps and their chains of bases."""
+    by_compilation = _load(session, sorted(set(compilation_pks)), wanted)
     found = {}
     for pk, dumps in by_compilation.items():
-        for index, dump in dumps.items():
+        for index in dumps:
             if wanted is None or (pk, index) in wanted:
+                dump = dumps[index]
                 found[(pk, index)] = {"pass": dump.pass_name, "when": dump.when,
                                       "introduced_by": pass_that_ran(dumps, index)}
     return found

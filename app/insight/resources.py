@@ -159,8 +159,9 @@ def resources_line(resources: dict | None) -> str:
     return " · ".join(parts)
 
 
-def resource_counts(compilation: Compilation) -> dict[str, int]:
-    """The numbers of the compare page's "registers (A / B)" column: registers, local bytes, occupancy."""
-    found = compilation_resources(compilation) or {}
+def resource_counts(compilation: Compilation, session: Session | None = None) -> dict[str, int]:
+    """The numbers of the compare page's "registers (A / B)" column: registers, local bytes, occupancy
+    (the binary's or the .amdgcn's own counts, as on the compilation page)."""
+    found = compilation_resources(compilation, session) or {}
     keys = ("registers", "local_bytes", "occupancy", "sgprs", "agprs", "vgpr_spills", "sgpr_spills")
     return {key: found[key] for key in keys if isinstance(found.get(key), int)}
