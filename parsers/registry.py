@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from parsers.autotuning import autotune_files
 from parsers.caches import cache
+from parsers.helion import generated as helion_generated
 from parsers.profiles import ncu, proton
 from parsers.traces import tritonparse
 
@@ -100,6 +101,12 @@ FORMATS: list[InputFormat] = [
         "cache-metadata",
         "Kernel metadata JSON from a Triton cache folder",
         lambda path, head: path.endswith(".json") and _is_cache_metadata(path, head),
+    ),
+    InputFormat(
+        "helion-code",
+        "Helion's generated Triton code, saved as a file: Python with `# src[file:line]` comments tying each "
+        "statement to its Helion line (HELION_PRINT_OUTPUT_CODE=1 prints it into a log, where it is read too)",
+        helion_generated.is_generated_code,
     ),
     InputFormat("source", "Python source the IR's loc() entries point at", lambda path, head: path.endswith(".py")),
     InputFormat(
