@@ -155,6 +155,14 @@ def parse(text: str) -> GeneratedCode:
     return GeneratedCode([k for k in kernels if k.statements], origins, quoted)
 
 
+def helion_note(text: str) -> str:
+    """What an upload's file list says of a generated module: its kernels and the files they came from."""
+    code = parse(text)
+    device = [kernel.name for kernel in code.kernels if kernel.device]
+    return (f"Helion's generated Triton code: {', '.join(device) or 'no @triton.jit kernel'}"
+            + (f" (from {', '.join(code.files)})" if code.files else ""))
+
+
 def matches_source(code: GeneratedCode, file: str, source_text: str) -> int:
     """How many of the Helion lines `code` quotes from `file` read the same in `source_text` (0: it is
     not the file the code came from, or the file changed since)."""
@@ -173,32 +181,39 @@ class PrintedBlock:
 class PrintedCode:
     """The modules HELION_PRINT_OUTPUT_CODE=1 printed, found among a log's lines: each header line
     `# Output code written to: PATH` and the code after it, up to the first line that is not code at
-    column 0 of a module, or the end of the block of lines (a dump's banner follows the code as soon
-    as Triton compiles the kernel)."""
+    column 0 of a module, a gap in the line numbers, or :meth:`finish` (the reader calls it at each
+    dump: a dump's banner follows the code as soon as Triton compiles the kernel)."""
 
     def __init__(self) -> None:
         self.blocks: list[PrintedBlock] = []
         self._path: str | None = None
         self._line = 0
+        self._next = 0  # the line number that continues the module being read
         self._lines: list[str] = []
 
+    @property
+    def reading(self) -> bool:
+        """Whether a module is being read (the next lines may continue it)."""
+        return self._path is not None
+
     def feed(self, lines: Iterable[tuple[int, str]]) -> None:
-        """One block of consecutive log lines (number, text without its newline); the block's end
-        ends any module printed in it."""
+        """Consecutive log lines (number, text without its newline), in log order."""
         for number, line in lines:
+            if self._path is not None and number != self._next:
+                self.finish()
             if line.startswith(PRINTED_HEADER):
-                self._finish()
-                self._path, self._line = line[len(PRINTED_HEADER):].strip(), number
+                self.finish()
+                self._path, self._line, self._next = line[len(PRINTED_HEADER):].strip(), number, number + 1
                 continue
             if self._path is None:
                 continue
             if (line and not line[0].isspace() and not _TOP_LEVEL.match(line)) or len(self._lines) >= MAX_PRINTED_LINES:
-                self._finish()
+                self.finish()
                 continue
             self._lines.append(line)
-        self._finish()
+            self._next = number + 1
 
-    def _finish(self) -> None:
+    def finish(self) -> None:
         if self._path is not None:
             while self._lines and not self._lines[-1].strip():
                 self._lines.pop()
