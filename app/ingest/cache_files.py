@@ -119,6 +119,9 @@ class CacheFiles:
                     if id(artifact) not in made:
                         problem("warning", "a kernel binary without the IR or metadata of its cache folder: "
                                 f"kept {kept}", path=artifact["path"])
+            elif cache.is_binary_only(kinds):
+                problem("warning", cache.BINARY_ONLY_NOTE[0].upper() + cache.BINARY_ONLY_NOTE[1:],
+                        path=folder.path or None)
             elif "json" in kinds:
                 # Every complete cache entry holds its TTGIR, LLVM IR and binary beside the metadata.
                 missing = [name for name, found in (
