@@ -1,0 +1,97 @@
+"""`irlens capture --dsl` (app/ingest/dsl_capture.py): which switches each tile DSL gets, what the
+program sees, and the Helion files found from the generated code's `# src[...]` names (the real H200
+run of tests/fixtures/helion/)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from app.ingest.dsl_capture import DSLS, dsl_environment, helion_sources, parse_dsls, written
+from tests.conftest import FIXTURES, REPO
+
+SWITCHES = ("HELION_PRINT_OUTPUT_CODE", "HELION_AUTOTUNE_LOG", "HELION_KEEP_CACHE", "TRITON_STORE_BINARY_ONLY",
+            "CUTE_DSL_KEEP", "CUTE_DSL_DUMP_DIR", "CUTE_DSL_LINEINFO", "CUDA_TILE_LOGS", "CUDA_TILE_DUMP_BYTECODE",
+            "CUDA_TILE_DUMP_TILEIR", "IRLENS_TILELANG_DUMP_DIR")
+# prints the switches it was started with, then exits without compiling anything
+SHOW_ENV = f"import json, os; print(json.dumps({{k: os.environ.get(k) for k in {SWITCHES!r}}}))"
+
+
+def test_dsl_names():
+    assert parse_dsls("all") == DSLS and parse_dsls("none") == () and parse_dsls("") == ()
+    assert parse_dsls("cute, Helion") == ("helion", "cute")  # in DSLS order, any case
+    with pytest.raises(ValueError, match="unknown DSL triton"):
+        parse_dsls("helion,triton")
+
+
+def test_each_dsl_writes_into_the_capture_folder(tmp_path):
+    env = {"CUTE_DSL_KEEP": "ptx"}  # the user's own choice stays
+    dsl_environment(env, tmp_path, DSLS)
+    assert env["CUTE_DSL_KEEP"] == "ptx" and env["HELION_PRINT_OUTPUT_CODE"] == "1"
+    assert env["CUDA_TILE_LOGS"] == "CUTILEIR,TILEIR" and env["TRITON_STORE_BINARY_ONLY"] == "0"
+    for key in ("CUTE_DSL_DUMP_DIR", "CUDA_TILE_DUMP_BYTECODE", "CUDA_TILE_DUMP_TILEIR", "IRLENS_TILELANG_DUMP_DIR",
+                "HELION_AUTOTUNE_LOG"):
+        assert Path(env[key]).parent == tmp_path
+    assert written(tmp_path, DSLS) == []  # nothing written yet: nothing to ingest
+    bytecode = Path(env["CUDA_TILE_DUMP_BYTECODE"])
+    bytecode.mkdir()
+    (bytecode / "k.tileirbc").write_bytes(b"\x7fTileIR")
+    Path(env["HELION_AUTOTUNE_LOG"] + ".csv").write_text("timestamp_s,config_index\n")
+    assert written(tmp_path, DSLS) == [env["HELION_AUTOTUNE_LOG"] + ".csv", str(bytecode)]
+    assert written(tmp_path, ("helion",)) == [env["HELION_AUTOTUNE_LOG"] + ".csv"]
+
+
+def capture(*args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "app.cli", "capture", "--db", "sqlite:///:memory:", *args],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120, check=False,
+                          env={**os.environ, "PYTHONPATH": str(REPO), **env})
+
+
+@pytest.mark.parametrize("dsl", [None, "helion", "none"])
+def test_the_program_runs_with_the_chosen_switches(dsl):
+    args = ["--dsl", dsl] if dsl else []
+    done = capture(*args, "--", sys.executable, "-c", SHOW_ENV, TRITON_STORE_BINARY_ONLY="1")
+    assert done.returncode == 2 and "nothing to store" in done.stderr  # it compiled nothing
+    seen = json.loads(done.stdout.splitlines()[0])
+    assert seen["TRITON_STORE_BINARY_ONLY"] == "0"  # whatever the user set: Helion's autotuner would set 1
+    if dsl == "none":
+        assert all(value is None for key, value in seen.items() if key != "TRITON_STORE_BINARY_ONLY")
+    else:
+        assert seen["HELION_PRINT_OUTPUT_CODE"] == "1" and seen["HELION_KEEP_CACHE"] == "1"
+        assert Path(seen["HELION_AUTOTUNE_LOG"]).name == "helion-autotune"
+    if dsl is None:  # all by default
+        assert seen["CUTE_DSL_KEEP"] == "all" and seen["CUDA_TILE_LOGS"] == "CUTILEIR,TILEIR"
+        assert seen["IRLENS_TILELANG_DUMP_DIR"].endswith("tilelang-dump-ir")
+    if dsl == "helion":
+        assert seen["CUTE_DSL_KEEP"] is None and seen["CUDA_TILE_LOGS"] is None
+
+
+def test_an_unknown_dsl_runs_nothing():
+    done = capture("--dsl", "helion,pallas", "--", sys.executable, "-c", "print('ran')")
+    assert done.returncode == 2 and "unknown DSL pallas" in done.stderr and "ran" not in done.stdout
+
+
+def test_the_helion_file_is_found_by_the_lines_the_generated_code_quotes(tmp_path):
+    with tarfile.open(FIXTURES / "helion" / "helion_h200_triton36.tar.xz") as archive:
+        archive.extractall(tmp_path, filter="data")
+    run = tmp_path / "helion_h200"
+    generated = sorted((run / "fixed" / "generated").rglob("*.py"))
+    # a file of the same name that is not the kernel's source, under the working folder
+    decoy = tmp_path / "work" / "old" / "helion_kernels.py"
+    decoy.parent.mkdir(parents=True)
+    decoy.write_text("print('not the kernels')\n")
+    program = run / "helion_kernels.py"
+    assert helion_sources(generated, ["python3", str(program)], cwd=tmp_path / "work") == [str(program)]
+    # the same, found by walking the working folder when the program is named otherwise
+    (tmp_path / "work" / "src").mkdir()
+    moved = tmp_path / "work" / "src" / "helion_kernels.py"
+    moved.write_text(program.read_text())
+    assert helion_sources(generated, ["python3", "-m", "kernels"], cwd=tmp_path / "work") == [str(moved)]
+    # and nothing when no generated code names one
+    assert helion_sources([program], ["python3", str(program)], cwd=tmp_path) == []
