@@ -190,13 +190,24 @@ def _reached_sources(session: Session, sources: dict[str, str], rendered: render
     if not sources:
         return []
     generated = GeneratedSources(session, sources)
+    chained = chained_by_source(rendered.by_source, generated)
+    if not chained:
+        return []
+    # each user's line -> the IR's own keys (data-py="F:L") of the generated lines it became, for the page's script
+    keys: dict[str, dict[int, list[str]]] = {}
+    for position, loc_file in enumerate(rendered.loc_files):
+        found = generated.of(loc_file)
+        for (file, line), generated_lines in (found.by_line.items() if found else ()):
+            keys.setdefault(file, {}).setdefault(line, []).extend(
+                f"{position}:{number}" for number in generated_lines if (loc_file, number) in rendered.by_source)
     reached = []
-    for file, mapped in chained_by_source(rendered.by_source, generated).items():
+    for file, mapped in chained.items():
         path = file if file in sources else None
-        reached.append({"index": len(rendered.loc_files) + len(reached), "file": file, "name": render.basename(file), "path": path,
-                        "blob": sources.get(path) if path else None,
+        reached.append({"index": len(rendered.loc_files) + len(reached), "file": file, "name": render.basename(file),
+                        "path": path, "blob": sources.get(path) if path else None,
                         "lines": sum(len(lines) for lines in mapped.values()),
-                        "mapped": {line: len(lines) for line, lines in mapped.items()}})
+                        "mapped": {line: len(lines) for line, lines in mapped.items()},
+                        "keys": {line: " ".join(found) for line, found in keys.get(file, {}).items()}})
     return sorted(reached, key=lambda item: -item["lines"])
 
 
@@ -270,12 +281,14 @@ def ir_page(
             }
             first = min(mapped) if mapped else 1
             pane["first_line"] = first
+            keys = item.get("keys") or {}
             rows = [
                 (
                     number,
                     Markup(code),  # escaped by the renderer
                     mapped.get(number, 0),
                     render.line_colour(item["file"], number) if number in mapped else None,
+                    keys.get(number),  # a file reached through generated code: the IR keys of its lines
                 )
                 for number, code in enumerate(source.lines, start=1)
             ]
