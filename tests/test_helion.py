@@ -10,9 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from app import render
+from app.ingest.log_prescan import LogPrescan
+from app.store.db import Database
+from app.web.views.ir_page import run_sources
 from parsers import registry
 from parsers.helion.generated import PRINTED_HEADER, PrintedCode, is_generated_code, matches_source, parse
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, fresh_db_url, ingest_paths
 from tests.test_snapshot_pages import get_json, make_site
 
 FIXTURE = FIXTURES / "helion"
@@ -186,3 +190,23 @@ def test_a_complete_entry_is_not_binary_only(site):
     matmul = next(c for c in run["compilations"] if c["kernel"] == "_helion_matmul")
     assert get_json(client, matmul["url"])["binary_only"] is None
     assert not [w for w in run["warnings"] if "binary-only" in w["message"]]
+
+
+@pytest.mark.parametrize("helper", [False, True], ids=["in-process", "prescan-helper"])
+def test_a_plain_log_gives_the_printed_modules_as_sources(tmp_path, unpacked, helper):
+    """The log alone, read in process or by the prescan helper (large plain logs): each printed module
+    is a source under the path Helion wrote it to, with the file's text."""
+    log = unpacked / "fixed" / "capture.log"
+    prescan = LogPrescan.start([str(log)], min_bytes=0) if helper else None
+    database = Database(fresh_db_url(tmp_path))
+    try:
+        run = ingest_paths(database, [str(log)], prescan=prescan)
+        with database.session() as session:
+            sources = run_sources(session, run["run"])
+            texts = {path: render.blob_reader.text(session, digest) for path, digest in sources.items()}
+    finally:
+        database.dispose()
+    generated = {"/tmp/torchinductor_root/" + str(p.relative_to(unpacked / "fixed" / "generated")): p.read_text()
+                 for p in (unpacked / "fixed" / "generated").rglob("*.py")}
+    assert set(texts) == set(generated)
+    assert all(texts[path].rstrip("\n") == generated[path].rstrip("\n") for path in generated)

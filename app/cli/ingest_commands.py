@@ -178,7 +178,6 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
     The exit status is the program's; when the program succeeded but nothing could be stored, 2."""
     import shlex
-
     from pathlib import Path
 
     from app.ingest.capture import discard, run_program, sources_named, text_files
