@@ -95,3 +95,30 @@ def test_the_helion_file_is_found_by_the_lines_the_generated_code_quotes(tmp_pat
     assert helion_sources(generated, ["python3", "-m", "kernels"], cwd=tmp_path / "work") == [str(moved)]
     # and nothing when no generated code names one
     assert helion_sources([program], ["python3", str(program)], cwd=tmp_path) == []
+
+
+HELION_PYTHON = os.environ.get("IRLENS_TEST_HELION_PYTHON")  # a Python with helion, torch and triton
+
+
+@pytest.mark.skipif(not HELION_PYTHON, reason="set IRLENS_TEST_HELION_PYTHON to a Python with helion installed")
+def test_capturing_a_helion_program_reaches_its_helion_file(tmp_path):
+    """A real Helion program under `irlens capture` (no GPU: Helion generates the code, Triton compiles it
+    for sm90): the log holds the printed modules, capture finds helion_kernels.py beside the program, and
+    each kernel's map reaches it."""
+    for name in ("helion_kernels.py", "cpu_compile.py"):
+        (tmp_path / name).write_text((FIXTURES / "helion" / name).read_text())
+    db_url = f"sqlite:///{tmp_path / 'c.db'}"
+    done = subprocess.run([sys.executable, "-m", "app.cli", "capture", "--db", db_url, "--json", "--",
+                           HELION_PYTHON, "cpu_compile.py"], capture_output=True, text=True, cwd=tmp_path,
+                          stdin=subprocess.DEVNULL, timeout=600, check=False, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stderr.count("# Output code written to: ") == 2
+    summary = json.loads(done.stdout[done.stdout.index("\n{") + 1:])
+    assert {c["kernel"] for c in summary["compilations"]} == {"_helion_add", "_helion_matmul"}
+    for compilation in summary["compilations"]:
+        got = subprocess.run([sys.executable, "-m", "app.cli", "serve", "--db", db_url, "--get",
+                              compilation["url"] + "/map.json"], capture_output=True, text=True, timeout=120,
+                             check=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+        data = json.loads(got.stdout)
+        helion = next(item for item in data["files"] if item["file"].endswith("helion_kernels.py"))
+        assert helion["via"] and helion["lines"] > 0 and data["overview"]["path"] == helion["file"]
