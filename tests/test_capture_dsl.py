@@ -12,8 +12,10 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine, select
 
 from app.ingest.dsl_capture import DSLS, dsl_environment, helion_sources, parse_dsls, written
+from app.store.models import InputRecord
 from tests.conftest import FIXTURES, REPO
 
 SWITCHES = ("HELION_PRINT_OUTPUT_CODE", "HELION_AUTOTUNE_LOG", "HELION_KEEP_CACHE", "TRITON_STORE_BINARY_ONLY",
@@ -122,3 +124,28 @@ def test_capturing_a_helion_program_reaches_its_helion_file(tmp_path):
         data = json.loads(got.stdout)
         helion = next(item for item in data["files"] if item["file"].endswith("helion_kernels.py"))
         assert helion["via"] and helion["lines"] > 0 and data["overview"]["path"] == helion["file"]
+
+
+TILELANG_PYTHON = os.environ.get("IRLENS_TEST_TILELANG_PYTHON")  # a Python with tilelang (and nvcc on PATH)
+
+
+@pytest.mark.skipif(not TILELANG_PYTHON, reason="set IRLENS_TEST_TILELANG_PYTHON to a Python with tilelang installed")
+def test_tilelang_dumps_every_pass_under_capture_without_asking(tmp_path):
+    """TileLang's dumps are a pass-config the program did not pass: capture's start-up hook adds it, and
+    the per-pass files are stored with the run (without the hook the program leaves nothing to store)."""
+    program = FIXTURES / "capture_dsl" / "tl_add.py"
+    assert "dump_ir" not in program.read_text()
+    plain = capture("--dsl", "none", "--", TILELANG_PYTHON, str(program))
+    assert plain.returncode == 2 and "nothing to store" in plain.stderr
+    db_url = f"sqlite:///{tmp_path / 'tl.db'}"
+    done = subprocess.run([sys.executable, "-m", "app.cli", "capture", "--db", db_url, "--dsl", "tilelang", "--",
+                           TILELANG_PYTHON, str(program)], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          timeout=600, check=False, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    engine = create_engine(db_url)
+    with engine.connect() as connection:
+        paths = sorted(connection.execute(select(InputRecord.path)).scalars())
+    engine.dispose()
+    dumps = [path for path in paths if path.startswith("tilelang-dump-ir/")]
+    assert dumps and dumps[0] == "tilelang-dump-ir/000/000_pass_fn.py"
+    assert all(Path(path).parent.name == "000" for path in dumps)  # one compile, one folder

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from app.ingest.dsl_capture import dsl_environment, written
+from app.ingest.dsl_capture import boot_code, boot_environment, dsl_environment, written
 from app.ingest.profile_boot import profile_environment
 
 CHUNK = 1 << 16
@@ -141,8 +141,11 @@ def run_program(command: Sequence[str], *, llvm: bool = False, timing: bool = Fa
     cache.mkdir()
     env = capture_environment(dict(os.environ), cache, llvm, timing)
     dsl_environment(env, folder, dsls)
+    start_up = boot_code(dsls)  # one sitecustomize.py for all: Python runs the first it finds
     if profile:
-        profile_environment(env, folder)  # the profile lands in `folder`, found by Captured.paths
+        profile_environment(env, folder, also=start_up)  # the profile lands in `folder`, found by Captured.paths
+    elif start_up:
+        boot_environment(env, folder, start_up)
     interrupted = False
     forward = not _keyboard_reaches_child()
     with open(log, "wb") as log_file, open(out, "wb") as out_file:

@@ -17,9 +17,12 @@ the capture's own folder, so all of them are on by default (`--dsl all`); `--dsl
 - cutile (`cuda-tile`): `CUDA_TILE_LOGS=CUTILEIR,TILEIR` (the IR printed to stderr, into the log),
   `CUDA_TILE_DUMP_BYTECODE` (`.tileirbc` files) and `CUDA_TILE_DUMP_TILEIR` (TileIR text, where the
   installed tools can disassemble it).
-- tilelang: its IR dumps are a pass-config (`tl.enable_dump_ir`, `tl.dump_ir_path`) that only the
-  program can pass (`tilelang.compile(..., pass_configs=...)`): capture offers a folder in
-  `IRLENS_TILELANG_DUMP_DIR` for `tl.dump_ir_path` and gathers it.
+- tilelang: its IR dumps are a pass-config (`tl.enable_dump_ir`, `tl.dump_ir_path`), not an environment
+  variable. A `sitecustomize.py` put first on PYTHONPATH (:data:`TILELANG_BOOT`) adds both to every
+  kernel's pass-configs where TileLang normalizes them (`tilelang.transform.pass_config.
+  normalize_pass_configs`, wrapped as that module loads), one folder per compile under
+  `IRLENS_TILELANG_DUMP_DIR`; a program's own `tl.enable_dump_ir`/`tl.dump_ir_path` win.
+  `TILELANG_DISABLE_CACHE=1` makes every kernel compile (its disk cache would skip the passes).
 """
 
 from __future__ import annotations
@@ -40,6 +43,47 @@ _SRC_NAME = re.compile(rb"# src\[([^\]\n:/\\]{1,255}\.py):\d+")
 SCAN_BLOCK = 1 << 20
 MAX_WALK = 20_000  # directory entries looked at in the working folder for a Helion file
 _SKIPPED_DIRS = {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", "site-packages", ".tox"}
+
+
+TILELANG_BOOT = '''
+import os as _os, sys as _sys
+_tl_dir = _os.environ.get("IRLENS_TILELANG_DUMP_DIR")
+if _tl_dir:
+    import importlib.abc as _abc, importlib.machinery as _machinery, itertools as _itertools
+
+    class _IrlensTileLangDumps(_abc.MetaPathFinder):
+        """irlens capture: TileLang's per-pass IR dumps on for every kernel (docs/dsl.md)."""
+        counter = _itertools.count()
+
+        def find_spec(self, name, path, target=None):
+            if name != "tilelang.transform.pass_config":
+                return None
+            spec = _machinery.PathFinder.find_spec(name, path)
+            if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+                return spec
+            load = spec.loader.exec_module
+
+            def exec_module(module):
+                load(module)
+                normalize = getattr(module, "normalize_pass_configs", None)
+                if normalize is None:
+                    _sys.stderr.write("irlens: this TileLang has no normalize_pass_configs: no IR dumps\\n")
+                    return
+
+                def with_dumps(*args, **kwargs):
+                    configs = normalize(*args, **kwargs)
+                    if "tl.dump_ir_path" not in configs:
+                        configs.setdefault("tl.enable_dump_ir", True)
+                        configs["tl.dump_ir_path"] = _os.path.join(_tl_dir, "%03d" % next(self.counter))
+                    return configs
+
+                module.normalize_pass_configs = with_dumps
+
+            spec.loader.exec_module = exec_module
+            return spec
+
+    _sys.meta_path.insert(0, _IrlensTileLangDumps())
+'''
 
 
 def parse_dsls(value: str) -> tuple[str, ...]:
@@ -73,6 +117,20 @@ def dsl_environment(env: dict[str, str], folder: Path, dsls: Iterable[str]) -> N
             env.setdefault("CUDA_TILE_DUMP_TILEIR", str(folder / "cutile-tileir"))
         elif dsl == "tilelang":
             env.setdefault("IRLENS_TILELANG_DUMP_DIR", str(folder / "tilelang-dump-ir"))
+            env.setdefault("TILELANG_DISABLE_CACHE", "1")
+
+
+def boot_code(dsls: Iterable[str]) -> str:
+    """What the program must run at start-up (in a `sitecustomize.py`) for the chosen DSLs."""
+    return TILELANG_BOOT if "tilelang" in dsls else ""
+
+
+def boot_environment(env: dict[str, str], folder: Path, code: str) -> None:
+    """Run `code` at the program's start-up: a `sitecustomize.py` first on its PYTHONPATH."""
+    boot = folder / "dsl-boot"
+    boot.mkdir(exist_ok=True)
+    (boot / "sitecustomize.py").write_text(code)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(boot), env.get("PYTHONPATH", "")]))
 
 
 def written(folder: Path, dsls: Iterable[str]) -> list[str]:
