@@ -132,6 +132,8 @@ def test_each_helion_kernels_map_reaches_the_helion_source(site, unpacked):
         assert "torchinductor_root" in helion["via"] and 0 < helion["lines"] <= generated["lines"]
         # without a line, the page opens on the Helion file
         assert data["overview"]["file"] == helion["file"] and data["overview"]["path"] == helion["file"]
+        page = client.get(compilation["url"] + "/map")
+        assert page.status_code == 200 and f"{Path(helion['file']).name} ({helion['lines']} IR lines)" in page.text
     source = (unpacked / "helion_kernels.py").read_text().split("\n")
     addmm = next(i for i, line in enumerate(source, 1) if "torch.addmm(" in line)
     add = next(i for i, line in enumerate(source, 1) if "x[tile] + y[tile]" in line)
