@@ -212,3 +212,20 @@ def test_a_plain_log_gives_the_printed_modules_as_sources(tmp_path, unpacked, he
                  for p in (unpacked / "fixed" / "generated").rglob("*.py")}
     assert set(texts) == set(generated)
     assert all(texts[path].rstrip("\n") == generated[path].rstrip("\n") for path in generated)
+
+
+def test_hostile_origin_comments_are_no_origins():
+    text = ("def _helion_k(x):\n"
+            "    # src[k.py:" + "9" * 5000 + "]: too long a number\n"
+            "    a = 1\n"
+            "    # src[" + "k:1" * 100_000 + "\n"  # no closing bracket
+            "    b = 2\n"
+            "    # src[unknown]: [source unavailable]\n"
+            "    c = 3\n")
+    code = parse(text)
+    assert code.files == [] and code.quoted == {}
+    assert [s.origin.file for s in code.kernels[0].statements] == [None]  # only `unknown` names an origin
+    printed = PrintedCode()
+    printed.feed([(1, PRINTED_HEADER), (2, "not code at all"), (3, PRINTED_HEADER + "/tmp/x.py")])
+    printed.finish()
+    assert printed.blocks == []  # a header without a path, and one without code, give nothing

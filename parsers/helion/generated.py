@@ -27,7 +27,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-_SRC = re.compile(r"^[ \t]*# src\[(?:(?P<file>[^\]\n]*?):(?P<start>-?\d+)(?:-(?P<end>\d+))?|unknown)\]: ?(?P<text>.*)$")
+# Line numbers of at most 9 digits (a longer one is no line: Python refuses to convert 4300 digits).
+_SRC = re.compile(
+    r"^[ \t]*# src\[(?:(?P<file>[^\]\n]{0,1000}?):(?P<start>-?\d{1,9})(?:-(?P<end>\d{1,9}))?|unknown)\]: ?(?P<text>.*)$")
 _SRC_BYTES = re.compile(rb"^[ \t]*# src\[[^\]\n]*\]: ", re.MULTILINE)
 _DEF = re.compile(r"^(?:async\s+)?def\s+([A-Za-z_]\w*)\s*\(")
 PRINTED_HEADER = "# Output code written to: "
