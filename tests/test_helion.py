@@ -132,7 +132,9 @@ def test_each_helion_kernels_map_reaches_the_helion_source(site, unpacked):
         assert "torchinductor_root" in helion["via"] and 0 < helion["lines"] <= generated["lines"]
         # without a line, the page opens on the Helion file
         assert data["overview"]["file"] == helion["file"] and data["overview"]["path"] == helion["file"]
+        assert data["overview"]["via"] == helion["via"] and "/src/" in data["overview"]["via_url"]
         page = client.get(compilation["url"] + "/map")
+        assert data["overview"]["via_url"] in page.text
         assert page.status_code == 200 and f"{Path(helion['file']).name} ({helion['lines']} IR lines)" in page.text
     source = (unpacked / "helion_kernels.py").read_text().split("\n")
     addmm = next(i for i, line in enumerate(source, 1) if "torch.addmm(" in line)

@@ -91,6 +91,7 @@ def source_map(
         data["overview"] = _overview(session, snapshots, indexes, data["files"], sources, file, at, urls,
                                      compilation, with_code=not wants_json(request))
         _overview_metrics(data["overview"], data["metrics"])
+        _overview_via(data["overview"], generated, sources, urls, compilation.run_id)
     if file is not None and line is not None:
         data["prev_line_url"] = urls.source_map(run_id, ordinal_number, file, line - 1) if line > 1 else None
         data["next_line_url"] = urls.source_map(run_id, ordinal_number, file, line + 1)
@@ -138,6 +139,18 @@ def _overview(session, snapshots: list[Snapshot], indexes: list, files: list[dic
         # the page opens a few lines above the first line with IR (the kernel), the rest folded
         "first": max(1, next((item["line"] for item in source_lines if item["ir_lines"]), 1) - 3),
     }
+
+
+def _overview_via(overview: dict[str, Any] | None, generated: GeneratedSources, sources: dict[str, str],
+                  urls, run_id: str) -> None:
+    """A file reached through generated code (a Helion kernel): which generated file, and its page,
+    which lists each kernel's statements with the lines they came from."""
+    if overview is None:
+        return
+    via = generated.reached.get(overview["file"])
+    path = match_source(via, list(sources)) if via else None
+    overview["via"] = via
+    overview["via_url"] = urls.source(run_id, path) if path else None
 
 
 def _overview_metrics(overview: dict[str, Any] | None, metrics: dict[str, Any] | None) -> None:
