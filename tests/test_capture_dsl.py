@@ -18,7 +18,8 @@ from app.ingest.dsl_capture import DSLS, dsl_environment, helion_sources, parse_
 from app.store.models import InputRecord
 from tests.conftest import FIXTURES, REPO
 
-SWITCHES = ("HELION_PRINT_OUTPUT_CODE", "HELION_AUTOTUNE_LOG", "HELION_KEEP_CACHE", "TRITON_STORE_BINARY_ONLY",
+SWITCHES = ("HELION_PRINT_OUTPUT_CODE", "HELION_AUTOTUNE_LOG", "HELION_KEEP_CACHE", "HELION_KEEP_TRITON_CACHE",
+            "TRITON_STORE_BINARY_ONLY",
             "CUTE_DSL_KEEP", "CUTE_DSL_DUMP_DIR", "CUTE_DSL_LINEINFO", "CUDA_TILE_LOGS", "CUDA_TILE_DUMP_BYTECODE",
             "CUDA_TILE_DUMP_TILEIR", "IRLENS_TILELANG_DUMP_DIR")
 # prints the switches it was started with, then exits without compiling anything
@@ -66,6 +67,7 @@ def test_the_program_runs_with_the_chosen_switches(dsl):
         assert all(value is None for key, value in seen.items() if key != "TRITON_STORE_BINARY_ONLY")
     else:
         assert seen["HELION_PRINT_OUTPUT_CODE"] == "1" and seen["HELION_KEEP_CACHE"] == "1"
+        assert seen["HELION_KEEP_TRITON_CACHE"] == "1"
         assert Path(seen["HELION_AUTOTUNE_LOG"]).name == "helion-autotune"
     if dsl is None:  # all by default
         assert seen["CUTE_DSL_KEEP"] == "all" and seen["CUDA_TILE_LOGS"] == "CUTILEIR,TILEIR"

@@ -7,8 +7,8 @@ the capture's own folder, so all of them are on by default (`--dsl all`); `--dsl
 
 - helion: `HELION_PRINT_OUTPUT_CODE=1` prints each generated module (with its `# src[file:line]`
   comments) to stderr, into the log; `HELION_AUTOTUNE_LOG` writes the autotuner's CSV into the capture;
-  `HELION_KEEP_CACHE=1` keeps every autotuning candidate's cache entry (Helion otherwise compiles them
-  in a throwaway cache). Helion's autotuner sets `TRITON_STORE_BINARY_ONLY=1` unless it is set, so
+  `HELION_KEEP_CACHE=1` (and `HELION_KEEP_TRITON_CACHE`, which Helion 1.0 reads) keeps every autotuning
+  candidate's cache entry (Helion otherwise compiles them in a throwaway cache). Helion's autotuner sets `TRITON_STORE_BINARY_ONLY=1` unless it is set, so
   capture always sets it to 0 (a Triton switch: every stage is kept, whatever the DSL).
   The Helion files the comments name (by base name) are found beside the program and in the working
   folder, and kept where their lines read as the comments quote them.
@@ -107,6 +107,7 @@ def dsl_environment(env: dict[str, str], folder: Path, dsls: Iterable[str]) -> N
             env.setdefault("HELION_PRINT_OUTPUT_CODE", "1")
             env.setdefault("HELION_AUTOTUNE_LOG", str(folder / HELION_AUTOTUNE_LOG))
             env.setdefault("HELION_KEEP_CACHE", "1")
+            env.setdefault("HELION_KEEP_TRITON_CACHE", env["HELION_KEEP_CACHE"])  # its older name (Helion 1.0 reads only this)
         elif dsl == "cute":
             env.setdefault("CUTE_DSL_KEEP", "all")
             env.setdefault("CUTE_DSL_DUMP_DIR", str(folder / "cute-dsl"))
