@@ -114,3 +114,56 @@ def test_live_triton39_agrees_on_a_sample():
 if __name__ == "__main__":  # pragma: no cover -- a quick tally while developing
     wrong = [fx for fx in load() if "bank_conflicts" in fx and ours(fx) != fx["bank_conflicts"]]
     print(len(wrong), file=sys.stderr)
+
+
+# -- the layout inspector: /-/layout.json?attr=DISTRIBUTED&shape=MxN&elem=f16&to=SHARED ----------------
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    from fastapi.testclient import TestClient
+
+    from app.settings import Settings
+    from app.web.app import create_app
+    from tests.conftest import fresh_db_url
+
+    tmp = tmp_path_factory.mktemp("bank-conflicts")
+    app = create_app(Settings(db_url=fresh_db_url(tmp), data_dir=tmp, load_demo=False))
+    with TestClient(app) as c:
+        yield c
+
+
+def test_layout_json_gives_tritons_bank_conflicts(client):
+    from app.urls import Urls
+    urls = Urls("")
+    sample = [fx for fx in load() if "bank_conflicts" in fx][::97]
+    assert len(sample) >= 40 and any(fx["bank_conflicts"] for fx in sample)
+    for fx in sample:
+        url = urls.layout(fx["dist"], fx["shape"], elem=fx["elem"], to=fx["shared"]).replace("/-/layout?", "/-/layout.json?")
+        r = client.get(url)
+        assert r.status_code == 200, r.text
+        assert r.json()["bank_conflicts"] == fx["bank_conflicts"], fx
+        # the other way round (the shared layout drawn, the distributed one as `to`) answers the same
+        back = urls.layout(fx["shared"], fx["shape"], elem=fx["elem"], to=fx["dist"]).replace("/-/layout?", "/-/layout.json?")
+        assert client.get(back).json()["bank_conflicts"] == fx["bank_conflicts"]
+
+
+def test_inspector_draws_the_wavefronts(client):
+    from app.urls import Urls
+    fx = next(f for f in load() if f.get("bank_conflicts") == 7 and f["elem"] == "f16")
+    r = client.get(Urls("").layout(fx["dist"], fx["shape"], elem=fx["elem"], to=fx["shared"]))
+    assert r.status_code == 200
+    assert "7 bank conflicts" in r.text and 'class="bank-grid"' in r.text and "bank-extra" in r.text
+
+
+def test_inspector_says_what_it_cannot_count(client):
+    from app.urls import Urls
+    dist = "#ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>"
+    shared = "#ttg.swizzled_shared<{vec = 8, perPhase = 1, maxPhase = 8, order = [1, 0]}>"
+    amd = client.get(Urls("").layout(dist, [64, 64], elem="f16", to=shared, target="hip:gfx942")
+                     .replace("/-/layout?", "/-/layout.json?")).json()
+    assert amd["bank_conflicts"] is None and "AMD" in amd["shared_access"]["unsupported"]
+    padded = "#ttg.padded_shared<[64:+4] {order = [1, 0], shape = [64, 64]}>"
+    r = client.get(Urls("").layout(dist, [64, 64], elem="f16", to=padded).replace("/-/layout?", "/-/layout.json?"))
+    assert r.status_code == 400 and "padded_shared" in r.json()["detail"]
+    r = client.get(Urls("").layout(dist, [64, 64], to=shared).replace("/-/layout?", "/-/layout.json?"))
+    assert r.status_code == 400 and "element type" in r.json()["detail"]

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 from app.layouts.aliases import expand
-from app.layouts.bank_conflicts import analyse
+from app.layouts.bank_conflicts import analyse, wavefront_picture
 from app.layouts.convert import to_linear_layout
 from app.layouts.errors import LayoutError
 from app.layouts.parse import parse_encoding
@@ -70,6 +70,28 @@ def pair_conflicts(dist: str, shared: str, shape: tuple[int, ...], bits: int) ->
         return analyse(reg, smem, bits)
     except (LayoutError, ValueError, KeyError, TypeError):
         return None
+
+
+def pair_report(dist: str, shared: str, shape: list[int], element_type: str, target: str = "") -> dict:
+    """The inspector's answer for storing a distributed layout to a shared one (or loading it back):
+    {"bank_conflicts", "wavefronts", "vector", "access_bits", "lanes_per_wavefront", "element_bits",
+    "lanes": [{"lane", "offset", "word", "bank", "wavefront"}] of warp 0's first access}.
+    ``bank_conflicts`` is null on an AMD target (``unsupported`` says why). LayoutError when a layout
+    cannot be laid out at the shape, or Triton has no count for the pair (padded_shared)."""
+    if not element_type:
+        raise LayoutError("the tensor's element type is needed for bank conflicts (elem=f16, elem=f32, ...)")
+    bits = primitive_bits(element_type)
+    if parse_encoding(shared).kind == "ttg.padded_shared":
+        raise LayoutError("Triton 3.9 counts no bank conflicts for padded_shared (its bank_conflicts aborts)")
+    if (target or "").startswith("hip"):
+        return {"bank_conflicts": None, "unsupported": UNSUPPORTED_AMD, "element_bits": bits}
+    reg = to_linear_layout(parse_encoding(dist), list(shape))
+    smem = to_linear_layout(parse_encoding(shared), list(shape))
+    result = analyse(reg, smem, bits)
+    out = {k: result[k] for k in ("bank_conflicts", "wavefronts", "vector", "access_bits", "lanes_per_wavefront",
+                                  "element_bits", "banks")}
+    out["lanes"] = wavefront_picture(reg, smem, bits, result["vector"])
+    return out
 
 
 def _accesses(lines: Iterable[str], default_target: str = "") -> Iterator[dict]:
