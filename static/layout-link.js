@@ -65,13 +65,22 @@
   // Beside each ttg.convert_layout line: what its lowering costs (listed in #cvt-legend).
   const costs = new Map();
   document.querySelectorAll("[data-cvt-line]").forEach((li) => costs.set("L" + li.dataset.cvtLine, li.dataset.cvtKind));
+  // Beside each shared-memory access: its bank conflicts (listed in #bank-legend).
+  const banks = new Map();
+  document.querySelectorAll("[data-bank-line]").forEach((li) => banks.set("L" + li.dataset.bankLine, li));
   function markCosts() {
     costs.forEach((kind, id) => {
       const line = document.getElementById(id);
       if (line && !line.dataset.cvt) line.dataset.cvt = kind;
     });
+    banks.forEach((li, id) => {
+      const line = document.getElementById(id);
+      if (!line || line.dataset.bank) return;
+      line.dataset.bank = li.dataset.bankNote;
+      if (li.dataset.bankN && li.dataset.bankN !== "0") line.dataset.bankBad = "1";
+    });
   }
-  if (costs.size) {
+  if (costs.size || banks.size) {
     markCosts();
     const ir = document.querySelector(".ir");
     let queued = false;
