@@ -149,3 +149,21 @@ def test_capture_remarks_turns_on_mlir_remarks(tmp_path: Path):
     env = capture_environment({}, tmp_path, llvm=False, timing=False, remarks=True)
     assert env["MLIR_ENABLE_DIAGNOSTICS"] == "remarks" and env["MLIR_ENABLE_DUMP"] == "1"
     assert "MLIR_ENABLE_DIAGNOSTICS" not in capture_environment({}, tmp_path, llvm=False, timing=False)
+
+
+def test_remarks_without_the_source_still_belong_to_their_compilation(tmp_path: Path):
+    """A capture uploaded without its Python files: the remarks printed between a compilation's dumps
+    are still that compilation's, and still placed at their passes."""
+    log = tmp_path / "remarks.log"
+    log.write_text(lzma.open(LOG, "rt").read())
+    url = fresh_db_url(tmp_path)
+    database = Database(url)
+    try:
+        run = ingest_paths(database, [log])
+    finally:
+        database.dispose()
+    with TestClient(create_app(Settings(db_url=url, load_demo=False, data_dir=tmp_path))) as client:
+        pipeliner = get_json(client, compilation(run, "carried_loop_kernel")["url"])["remarks"]
+        matmul = get_json(client, compilation(run, "fp8_matmul_kernel")["url"])["remarks"]
+    assert [r["pass"] for r in pipeliner] == ["TritonGPUPipeline"]
+    assert [r["pass"] for r in matmul] == ["TritonGPUAccelerateMatmul"] + ["ConvertTritonGPUToLLVM"] * 3

@@ -113,8 +113,9 @@ def _vectorisation(cvt: dict[str, list[int]], n_offset: int, bitwidth: int) -> i
 def analyse(reg: LinearLayout, smem: LinearLayout, bitwidth: int) -> dict:
     """Triton 3.9's bankConflictsMemDesc(reg, smem, bitwidth) with what it is made of:
     {"bank_conflicts", "wavefronts", "vector", "banks", "lanes_per_wavefront", "segment", "lane_tile"}."""
-    if bitwidth <= 0:
-        raise LayoutError("the element width must be positive")
+    if bitwidth <= 0 or bitwidth > 128 or bitwidth & (bitwidth - 1):
+        raise LayoutError(f"an element of {bitwidth} bits: bank conflicts are counted for widths of 1 to 128 "
+                          "bits, powers of two")
     rank = len(reg.outs)
     names = out_names(rank)
     if [reg.out_size(n) for n in names] != [smem.out_size(n) for n in names]:
