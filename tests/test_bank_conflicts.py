@@ -100,10 +100,10 @@ def test_live_triton39_agrees_on_a_sample():
     sample = [fx for fx in load() if "bank_conflicts" in fx][::40]
     script = CASES / "make_bank_conflicts.py"
     items = "".join(json.dumps(dict(fx, triton_dist=fx["dist"], triton_shared=fx["shared"])) + "\n" for fx in sample)
-    probe = subprocess.run([str(T39), "-c", "import triton"], capture_output=True, timeout=120)
+    probe = subprocess.run([str(T39), "-c", "import triton"], check=False, capture_output=True, timeout=120)
     if probe.returncode != 0:
         pytest.skip("the Triton 3.9 venv cannot import triton")
-    out = subprocess.run([str(T39), str(script), "--worker"], input=items, capture_output=True, text=True,
+    out = subprocess.run([str(T39), str(script), "--worker"], check=False, input=items, capture_output=True, text=True,
                          timeout=600, env={**os.environ, "PYTHONPATH": ""})
     answers = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
     assert len(answers) == len(sample), out.stderr[-2000:]

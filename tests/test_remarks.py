@@ -16,14 +16,19 @@ from fastapi.testclient import TestClient
 
 from app.ingest.capture import capture_environment
 from app.settings import Settings
+from app.store.db import Database
 from app.urls import Urls
 from app.web.app import create_app
-from parsers.diagnostics import parse_gap
+from parsers.logs.diagnostics import parse_gap
 from tests.conftest import FIXTURES, fresh_db_url, ingest_paths
-from app.store.db import Database
 
 REMARKS = FIXTURES / "remarks"
 LOG = REMARKS / "remarks_sm90_triton39.log.xz"
+
+
+def log_text() -> str:
+    with lzma.open(LOG, "rt") as f:
+        return f.read()
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +59,8 @@ def compilation(run: dict, kernel: str) -> dict:
 
 
 def logged_remarks() -> list:
-    """The fixture's MLIR diagnostics as parsers/diagnostics.py reads them (the reference: the log)."""
-    lines = lzma.open(LOG, "rt").read().splitlines()
+    """The fixture's MLIR diagnostics as parsers/logs/diagnostics.py reads them (the reference: the log)."""
+    lines = log_text().splitlines()
     found = [record for record in parse_gap(list(enumerate(lines, 1)))
              if getattr(record, "kind", None) == "mlir"]
     return [d for d in found if d.severity in ("remark", "warning", "note")]
@@ -63,7 +68,7 @@ def logged_remarks() -> list:
 
 def header_before(line: int) -> str:
     """The last 'IR Dump Before X' header above a log line: the pass running when it was printed."""
-    lines = lzma.open(LOG, "rt").read().splitlines()
+    lines = log_text().splitlines()
     for text in reversed(lines[:line - 1]):
         m = re.match(r"// -----// IR Dump Before (\w+)", text)
         if m:
@@ -155,7 +160,7 @@ def test_remarks_without_the_source_still_belong_to_their_compilation(tmp_path: 
     """A capture uploaded without its Python files: the remarks printed between a compilation's dumps
     are still that compilation's, and still placed at their passes."""
     log = tmp_path / "remarks.log"
-    log.write_text(lzma.open(LOG, "rt").read())
+    log.write_text(log_text())
     url = fresh_db_url(tmp_path)
     database = Database(url)
     try:

@@ -1,5 +1,5 @@
 """The compiler's "why not" at the op: each remark, warning and note of a compilation (MLIR
-diagnostics, as `MLIR_ENABLE_DIAGNOSTICS=remarks` prints them, parsed by parsers/diagnostics.py) placed
+diagnostics, as `MLIR_ENABLE_DIAGNOSTICS=remarks` prints them, parsed by parsers/logs/diagnostics.py) placed
 at the pass that emitted it and the snapshot where its op shows.
 
 Which pass: the log holds the diagnostic between two dumps. `MLIR_ENABLE_DUMP` prints each pass's

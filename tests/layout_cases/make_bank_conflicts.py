@@ -16,9 +16,9 @@ generating the IR of a one-line Gluon kernel (``static_print``) for cuda:90; it 
 processes, so that a pair Triton aborts on costs only itself (recorded as "error").
 """
 
+import contextlib
 import gzip
 import io
-import contextlib
 import json
 import os
 import random
@@ -28,7 +28,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures", "layouts"))
-from make_layout_fixtures import ALIAS_DEF, balanced, expand, to_triton_39  # noqa: E402
+from make_layout_fixtures import ALIAS_DEF, balanced, expand, to_triton_39
 
 OPS = ("ttg.local_load", "ttg.local_store", "ttg.local_alloc %", "ttg.async_copy_global_to_local")
 TENSOR = re.compile(r"tensor<((?:\d+x)+)([^,<>]*(?:<[^<>]*>)?), (?=#)")
@@ -73,7 +73,11 @@ def corpus_texts(corpus_dir):
     for name in sorted(os.listdir(corpus_dir)):
         root = os.path.join(corpus_dir, name)
         meta = os.path.join(root, "meta.txt")
-        if not os.path.isfile(meta) or "cuda" not in open(meta).read() and "H200" not in open(meta).read():
+        if not os.path.isfile(meta):
+            continue
+        with open(meta) as f:
+            said = f.read()
+        if "cuda" not in said and "H200" not in said:
             continue
         for dirpath, _dirs, files in os.walk(root):
             for f in files:

@@ -34,7 +34,6 @@ from app.insight.comparisons import (
     side_info,
 )
 from app.insight.line_metrics import compare_hot_lines
-from app.layouts.smem_costs import counts_by_digest
 from app.insight.pass_alignment import (
     Effect,
     Move,
@@ -46,6 +45,7 @@ from app.insight.pass_alignment import (
     fold,
     moves,
 )
+from app.layouts.smem_costs import counts_by_digest
 from app.urls import Urls, parse_compilation_id, parse_int, snapshot_id
 from app.web.errors import error_json
 from app.web.page_cache import cache_response, cached_response

@@ -18,8 +18,8 @@ from app.layouts.conversion import conversion
 from app.layouts.errors import LayoutError
 from app.layouts.mapping import describe, layout_kind
 from app.layouts.parse import parse_encoding, parse_shape
-from app.layouts.smem_costs import pair_report
 from app.layouts.picture import picture
+from app.layouts.smem_costs import pair_report
 from app.layouts.uses import dtype_of
 from app.web.page_cache import cache_response, cached_response
 from app.web.responder import SessionDep, respond, wants_json
