@@ -108,6 +108,8 @@ def _accesses(lines: Iterable[str], default_target: str = "") -> Iterator[dict]:
             if m:
                 aliases[m.group(1)] = m.group(2)
             continue
+        if "local_" not in line and "async_copy_global_to_local" not in line:
+            continue  # most lines: a substring test is far cheaper than the regex
         op = _OP.search(line)
         if not op or (op.group(1) == "local_alloc" and not re.search(r"local_alloc %", line)):
             continue
