@@ -64,7 +64,11 @@
 
   // Beside each ttg.convert_layout line: what its lowering costs (listed in #cvt-legend).
   const costs = new Map();
-  document.querySelectorAll("[data-cvt-line]").forEach((li) => costs.set("L" + li.dataset.cvtLine, li.dataset.cvtKind));
+  const cvtBanks = new Map();
+  document.querySelectorAll("[data-cvt-line]").forEach((li) => {
+    costs.set("L" + li.dataset.cvtLine, li.dataset.cvtKind);
+    if (li.dataset.cvtBank) cvtBanks.set("L" + li.dataset.cvtLine, li.dataset.cvtBank);
+  });
   // Beside each shared-memory access: its bank conflicts (listed in #bank-legend).
   const banks = new Map();
   document.querySelectorAll("[data-bank-line]").forEach((li) => banks.set("L" + li.dataset.bankLine, li));
@@ -83,7 +87,10 @@
     });
     costs.forEach((kind, id) => {
       const line = document.getElementById(id);
-      if (line && !line.dataset.cvt) line.dataset.cvt = kind;
+      if (line && !line.dataset.cvt) {
+        line.dataset.cvt = kind;
+        if (cvtBanks.has(id)) line.dataset.cvtBank = cvtBanks.get(id);
+      }
     });
     banks.forEach((li, id) => {
       const line = document.getElementById(id);
