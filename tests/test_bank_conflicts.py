@@ -167,3 +167,63 @@ def test_inspector_says_what_it_cannot_count(client):
     assert r.status_code == 400 and "padded_shared" in r.json()["detail"]
     r = client.get(Urls("").layout(dist, [64, 64], to=shared).replace("/-/layout?", "/-/layout.json?"))
     assert r.status_code == 400 and "element type" in r.json()["detail"]
+
+
+# -- at the op: a real capture (bank_demo.py compiled by Triton 3.9 with MLIR_ENABLE_DUMP=1) ---------------
+
+DEMO_LOG = CASES / "staged_transpose_sm90_triton39.log.xz"
+
+
+@pytest.fixture(scope="module")
+def demo_site(tmp_path_factory):
+    import lzma
+    import shutil
+
+    from fastapi.testclient import TestClient
+
+    from app.settings import Settings
+    from app.store.db import Database
+    from app.web.app import create_app
+    from tests.conftest import fresh_db_url, ingest_paths
+
+    tmp = tmp_path_factory.mktemp("bank-demo")
+    folder = tmp / "capture"
+    folder.mkdir()
+    with lzma.open(DEMO_LOG, "rb") as f:
+        (folder / "dump.log").write_bytes(f.read())
+    shutil.copy(CASES / "bank_demo.py", folder / "bank_demo.py")
+    url = fresh_db_url(tmp)
+    database = Database(url)
+    try:
+        run = ingest_paths(database, [folder])
+    finally:
+        database.dispose()
+    with TestClient(create_app(Settings(db_url=url, load_demo=False, data_dir=tmp))) as c:
+        yield c, run
+
+
+def test_every_shared_access_of_a_snapshot_carries_tritons_count(demo_site):
+    client, run = demo_site
+    (compilation,) = run["compilations"]
+    detail = client.get(compilation["url"] + ".json").json()
+    answers = {(fx["dist"], fx["shared"], tuple(fx["shape"]), fx["elem"]): fx["bank_conflicts"]
+               for fx in load() if "bank_conflicts" in fx}
+    ttgir = [s for s in detail["snapshots"] if s["bank_conflicts"]]
+    assert ttgir and all(s["bank_conflicts"] == {"accesses": 4, "with_conflicts": 1, "unsupported": 0} for s in ttgir)
+    chart = next(c for c in detail["charts"]["series"] if c["key"] == "bank_conflicts")
+    assert chart["values"] == [s["bank_conflicts"].get("with_conflicts", 0) for s in detail["snapshots"]]
+    snapshot = client.get(ttgir[-1]["url"] + ".json").json()
+    lines = snapshot["text"].splitlines()
+    checked = 0
+    for access in snapshot["shared_accesses"]:
+        assert "ttg." + access["op"] in lines[access["line"] - 1]
+        key = (access["dist"], access["shared"], tuple(access["shape"]), access["dtype"])
+        if key in answers:  # the generator compiled this kernel too: Triton's own answer
+            assert access["bank_conflicts"] == answers[key]
+            checked += 1
+    assert checked == len(snapshot["shared_accesses"]) == 4
+    assert sorted(a["bank_conflicts"] for a in snapshot["shared_accesses"]) == [0, 0, 0, 7]
+    page = client.get(ttgir[-1]["url"]).text
+    conflicted = next(a for a in snapshot["shared_accesses"] if a["bank_conflicts"])
+    assert f'data-bank-line="{conflicted["line"]}"' in page and 'data-bank-n="7"' in page
+    assert "1 of 4 with bank conflicts" in page

@@ -6,7 +6,7 @@
 Pairs: (a) every local_load / local_store / local_alloc with a value / async_copy_global_to_local of
 the NVIDIA corpus captures (dump.log and cache/*.ttgir of /work/corpus/*, targets cuda:*), and of
 kernels this script compiles itself with Triton 3.9 for cuda:80, cuda:90 and cuda:100 (a pipelined
-matmul in f16, bf16, f32, f8 and i8, and a transposed-load variant); (b) the other pairs of the same
+matmul in f16, bf16, f32, f8 and i8, and a transposed-load variant; bank_demo.py's Gluon kernel); (b) the other pairs of the same
 shape and element type (each distributed encoding seen at that shape against each shared one);
 (c) a sweep built from Gluon's layout classes: blocked, mma v2/v3, dot operands, slices, linear ×
 swizzled_shared, nvmma_shared, padded_shared, shared_linear, for f16/bf16/f32/f8/i8/f64.
@@ -138,6 +138,10 @@ def compiled_texts():
                     out.append((f"cuda:{arch} {dt} {bm}x{bn}x{bk}{' T' if tb else ''}", k.asm["ttgir"]))
                 except Exception as e:  # noqa: BLE001 -- a config Triton refuses is no capture
                     print(f"compile cuda:{arch} {dt}: {type(e).__name__}", file=sys.stderr)
+    # a Gluon kernel that stores a column-wise tile to an unswizzled layout (conflicts) and a swizzled one
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bank_demo
+    out.append(("bank_demo cuda:90", bank_demo.compile_it().asm["ttgir"]))
     return out
 
 
