@@ -18,7 +18,7 @@ from tests.browser.conftest import upload_via_api
 from tests.conftest import FIXTURES
 
 pytest.importorskip("playwright")
-from playwright.sync_api import expect  # noqa: E402
+from playwright.sync_api import expect
 
 CASES = Path(__file__).resolve().parent.parent / "layout_cases"
 

@@ -1,10 +1,10 @@
 """A Gluon kernel that stages a tile through shared memory twice: once into an unswizzled layout
 (every lane of a column lands in the same banks) and once into a swizzled one."""
 import triton
+from triton.backends.compiler import GPUTarget
 from triton.experimental import gluon
 from triton.experimental.gluon import language as ttgl
 from triton.experimental.gluon._runtime import GluonASTSource
-from triton.backends.compiler import GPUTarget
 
 
 @gluon.jit
