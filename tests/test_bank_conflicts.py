@@ -62,12 +62,22 @@ def test_every_pair_triton_answers_equals_ours():
     assert not wrong, f"{len(wrong)} of {answered} differ, e.g. {wrong[:3]}"
 
 
-def test_pairs_triton_cannot_count_get_no_number():
+def test_pairs_triton_cannot_count():
     """Triton 3.9 aborts on every padded_shared pair (its bank_conflicts has no padding rule): irlens
-    gives no number for them either, rather than one that ignores the padding."""
+    gives no number for them either, rather than one that ignores the padding. It also aborts on a
+    tensor smaller than one vectorised wavefront's reach (its reshape gets a segment of size 0): such
+    an access has no second word in any bank, and irlens says 0."""
     refused = [fx for fx in load() if "error" in fx]
-    assert len(refused) >= 50 and all("padded_shared" in fx["shared"] for fx in refused)
-    assert [fx for fx in refused if ours(fx) is not None] == []
+    padded = [fx for fx in refused if "padded_shared" in fx["shared"]]
+    tiny = [fx for fx in refused if fx not in padded]
+    assert len(padded) >= 50 and [fx for fx in padded if ours(fx) is not None] == []
+    for fx in tiny:
+        result = pair_conflicts(fx["dist"], fx["shared"], tuple(fx["shape"]), primitive_bits(fx["elem"]))
+        elements = 1
+        for n in fx["shape"]:
+            elements *= n
+        assert elements * result["element_bits"] < 32 * 32 * result["vector"], fx
+        assert result["bank_conflicts"] == 0
 
 
 def test_transposed_read_of_a_row_major_tile_conflicts():

@@ -9,7 +9,8 @@ kernels this script compiles itself with Triton 3.9 for cuda:80, cuda:90 and cud
 matmul in f16, bf16, f32, f8 and i8, and a transposed-load variant; bank_demo.py's Gluon kernel); (b) the other pairs of the same
 shape and element type (each distributed encoding seen at that shape against each shared one);
 (c) a sweep built from Gluon's layout classes: blocked, mma v2/v3, dot operands, slices, linear ×
-swizzled_shared, nvmma_shared, padded_shared, shared_linear, for f16/bf16/f32/f8/i8/f64.
+swizzled_shared, nvmma_shared, padded_shared, shared_linear, for f16/bf16/f32/f8/i8/f64 (and i16, i32,
+i64, f8E5M2), rank 1 to 3, and clusters of 2 and 4 CTAs (CGA layouts on both sides).
 
 Triton's answer is Gluon's ``ttgl.bank_conflicts(distributed_type, shared_type)``, evaluated by
 generating the IR of a one-line Gluon kernel (``static_print``) for cuda:90; it runs in worker
@@ -188,6 +189,33 @@ def sweep():
                         s.element_bitwidth]
                 if isinstance(s, ttgl.SharedLinearLayout):
                     shape = [64, 64]
+                out.append((d, s, shape, elem))
+    # clusters (CGA layouts on both sides), rank 1 and 3, slices, small tiles, i16/i32/i64/f8e5
+    for cga in ([[1, 0]], [[0, 1]], [[1, 0], [0, 1]]):
+        d_cga = [ttgl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0], cga), ttgl.BlockedLayout([8, 1], [8, 4], [1, 4], [0, 1], cga),
+                 ttgl.NVMMADistributedLayout([3, 0], [4, 1], [16, 64, 16], cga)]
+        s_cga = [ttgl.SwizzledSharedLayout(8, 1, 8, [1, 0], cga), ttgl.SwizzledSharedLayout(1, 1, 1, [0, 1], cga),
+                 ttgl.NVMMASharedLayout(128, 16, 2, False, False, cga), ttgl.NVMMASharedLayout(64, 16, 2, True, False, cga)]
+        for d in d_cga:
+            for s in s_cga:
+                for shape in ([128, 128], [256, 64]):
+                    out.append((d, s, shape, "f16"))
+    for d in (ttgl.BlockedLayout([4], [32], [4], [0]), ttgl.BlockedLayout([1], [32], [8], [0]),
+              ttgl.SliceLayout(0, dists[0]), ttgl.SliceLayout(1, dists[0]), ttgl.SliceLayout(0, mma2[0])):
+        for s in (ttgl.SwizzledSharedLayout(1, 1, 1, [0]), ttgl.SwizzledSharedLayout(4, 1, 8, [0])):
+            for shape, elem in (([1024], "f32"), ([256], "f16"), ([64], "i8"), ([128], "f64")):
+                out.append((d, s, shape, elem))
+    for d in (ttgl.BlockedLayout([1, 1, 4], [1, 8, 4], [2, 2, 1], [2, 1, 0]),
+              ttgl.BlockedLayout([1, 4, 1], [2, 4, 4], [1, 1, 4], [1, 2, 0])):
+        for s in (ttgl.SwizzledSharedLayout(4, 1, 8, [2, 1, 0]), ttgl.SwizzledSharedLayout(1, 1, 1, [1, 2, 0]),
+                  ttgl.NVMMASharedLayout(128, 16, 3, False), ttgl.NVMMASharedLayout(32, 32, 3, True)):
+            for shape in ([2, 64, 64], [4, 32, 32]):
+                out.append((d, s, shape, "f16" if not isinstance(s, ttgl.NVMMASharedLayout) or s.element_bitwidth == 16
+                            else "f32"))
+    for d in dists[:16:3] + mma2:
+        for s in (ttgl.SwizzledSharedLayout(2, 2, 4, [1, 0]), ttgl.SwizzledSharedLayout(1, 1, 1, [1, 0])):
+            for shape, elem in (([16, 16], "i16"), ([32, 64], "i32"), ([64, 32], "i64"), ([8, 32], "f8E5M2"),
+                                ([32, 32], "bf16")):
                 out.append((d, s, shape, elem))
     for pairs, shape, order in (([[64, 4]], [16, 64], [1, 0]), ([[128, 8]], [128, 64], [1, 0]),
                                 ([[32, 1]], [64, 32], [0, 1]), ([[64, 8]], [64, 64], [1, 0])):
