@@ -278,6 +278,10 @@ def resolve_diagnostics(
             inserted += 1
         elif owner is None and kernel and preceding is not None and preceding.kernel == kernel:
             owner = preceding
+        elif owner is None and kernel is None and not is_error and diag.kind == "mlir" and preceding is not None:
+            # A remark, warning or note of MLIR (MLIR_ENABLE_DIAGNOSTICS=remarks) printed by a pass of
+            # the compilation in progress, whose source was not uploaded: that compilation's.
+            owner = preceding
         if owner is not None and is_error:
             # The first error of a compile that had not failed yet says why (over "the log starts
             # in the middle of this compilation", say); a failed one keeps its first reason.

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from app import render
 from app.insight.page_data import snapshot_dict
+from app.insight.remarks import at_lines, compilation_remarks
 from app.store.models import Banner, Compilation, Snapshot
 from app.urls import snapshot_id
 from app.web.responder import SessionDep, UrlsDep, immutable_headers
@@ -72,6 +73,9 @@ def snapshot_page(
         )
         data[f"{name}_url"] = None if row is None else data[name]["url"]
     data["snapshot_count"] = len(compilation.snapshots)
+    # the compiler's remarks from the pass this snapshot is the input of, at their ops' lines
+    data["remarks"] = at_lines(compilation_remarks(session, compilation, urls), snapshot.index,
+                               rendered.by_source, rendered.locs)
 
     def lines_url(start: int, count: int) -> str:
         return urls.snapshot_lines(run_id, ordinal_number, snapshot.index, start, count)
