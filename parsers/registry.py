@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from parsers import autotune_files, cache, ncu, proton, tritonparse
+from parsers.perpass.names import pass_file
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,13 @@ FORMATS: list[InputFormat] = [
         "cache-metadata",
         "Kernel metadata JSON from a Triton cache folder",
         lambda path, head: path.endswith(".json") and _is_cache_metadata(path, head),
+    ),
+    InputFormat(
+        "pass-file",
+        "One IR file per pass (parsers/perpass/): <prefix>_NNN_<Pass>.mlir with <prefix>_0_with_loc.mlir, MLIR "
+        "tree-printing folders, LLVM -ir-dump-directory folders, CuTe DSL's CUTE_DSL_KEEP IR; a bare .mlir or "
+        "TileIR text (cuda_tile.module) file: one module, one snapshot",
+        lambda path, head: pass_file(path, head) is not None,
     ),
     InputFormat("source", "Python source the IR's loc() entries point at", lambda path, head: path.endswith(".py")),
     InputFormat(

@@ -23,6 +23,7 @@ from app.ingest.disassembler import Disassembler
 from app.ingest.file_streams import PrefixedStream, drain, read_small
 from app.ingest.log_prescan import LogPrescan
 from app.ingest.log_reader import LogReader
+from app.ingest.pass_files import PassFiles
 from app.ingest.profiles import ProfileCollector
 from app.ingest.run_writer import RunWriter
 from app.ingest.state import IngestError, IngestState
@@ -32,6 +33,7 @@ from app.insight.op_term_scan import TermScanner
 from app.store.blobs import BlobWriter
 from app.store.models import Run
 from parsers import registry
+from parsers.perpass.names import pass_file
 from parsers.sources import InputFile, InputLimitExceeded, Limits, SourceWalker
 
 __all__ = ["Ingest", "IngestError", "new_run_id"]
@@ -39,7 +41,7 @@ __all__ = ["Ingest", "IngestError", "new_run_id"]
 HEAD_BYTES = 8192
 Progress = Callable[[str, int], None]
 _KEPT_ROLES = {"log", "tritonparse", "source", "cache-group", "cache-stage", "cache-binary", "cache-metadata", "profile",
-               "autotune"}
+               "autotune", "pass-file"}
 MAX_REASONS = 10  # files named in the error for an upload with nothing to ingest
 
 
@@ -76,6 +78,7 @@ class Ingest:
         self.traces = TraceCollector(self.blobs, self.state.problem)
         self.profiles = ProfileCollector(self.state, self.limits.max_profile_bytes)
         self.autotune_files = AutotuneFiles(self.state)
+        self.pass_files = PassFiles(self.state)
 
     # -- entry point -----------------------------------------------------------
     def ingest(self, inputs: Iterable) -> Run:
@@ -104,6 +107,7 @@ class Ingest:
         self.cache_files.collect_sass()
         self.cache_files.check()
         self.autotune_files.finish()
+        self.pass_files.finish()
         RunWriter(self.state, self.cache_files.folders, self.traces).write()
         self.profiles.write()
         return self.run
@@ -152,6 +156,10 @@ class Ingest:
             elif role == "autotune":
                 record["note"] = self.autotune_files.read(input_file.path, head, stream)
                 record["size"] = state.bytes_read - start
+            elif role == "pass-file":
+                info = pass_file(input_file.path, head)
+                assert info is not None  # the registry matched it so
+                record["size"], record["note"] = self.pass_files.read(input_file.path, info, stream)
             elif role == "source":
                 data = read_small(stream, input_file.path)
                 record["size"] = len(data)

@@ -41,3 +41,13 @@ def needs_debug_info(text: str) -> bool:
 
 def has_debug_info(text: str) -> bool:
     return "!DILocation(" in text
+
+
+def has_locations(text: str) -> bool:
+    """An MLIR text with `loc(...)` locations."""
+    return "loc(" in text
+
+
+def lacks_locations(text: str) -> bool:
+    """An MLIR text printed without locations (its ops may borrow an earlier text's)."""
+    return bool(text.strip()) and "loc(" not in text
