@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from parsers import autotune_files, cache, ncu, proton, tritonparse
+from parsers.cutile.logs import is_cutile_log
 from parsers.perpass.names import pass_file
 
 
@@ -98,6 +99,17 @@ FORMATS: list[InputFormat] = [
         "cache-metadata",
         "Kernel metadata JSON from a Triton cache folder",
         lambda path, head: path.endswith(".json") and _is_cache_metadata(path, head),
+    ),
+    InputFormat(
+        "cutile-log",
+        "cuTile's CUDA_TILE_LOGS=CUTILEIR,TILEIR output: read as a log, each kernel's CuTile IR and TileIR a "
+        "compilation of it",
+        lambda path, head: is_cutile_log(head),
+    ),
+    InputFormat(
+        "tileir-bytecode",
+        "cuTile's TileIR bytecode (.tileirbc, CUDA_TILE_DUMP_BYTECODE): decoded by tileirdisasm where installed",
+        lambda path, head: path.endswith(".tileirbc"),
     ),
     InputFormat(
         "pass-file",

@@ -94,6 +94,8 @@ def link_caches(
             continue
         target = _match(folder, compilations, hashes, links, by_name)
         if target is None and folder.metadata is None:
+            target = _match_dsl_keep(folder, compilations, links)
+        if target is None and folder.metadata is None:
             target = _match(folder, cache_only, {id(c): _folder_hashes(links, c) for c in cache_only}, None, {})
         if target is None:
             target = CompilationRecord(folder.kernel, 0)
@@ -101,6 +103,26 @@ def link_caches(
             folder.matched_by = None
         links.add(target, folder)
     return links, cache_only
+
+
+_ARCH_SUFFIX = re.compile(r"\.(?:sm|compute)_\w+$")
+
+
+def _match_dsl_keep(folder: CacheFolder, compilations: list[CompilationRecord], links: Links) -> CompilationRecord | None:
+    """A DSL's kept artifacts (CuTe DSL's CUTE_DSL_KEEP: `<fn>.ptx`, `<fn>.sm_90a.cubin`, `<fn>.sass`) join
+    the one per-pass compilation named `<fn>` (its kept IR files, app/ingest/pass_files.py) in the same
+    folder: no hash ties them, only the name and the place."""
+    names = {_ARCH_SUFFIX.sub("", posixpath.basename(f["path"]).rsplit(".", 1)[0]) for f in folder.files}
+    if len(names) != 1 or any(f["kind"] in ("ttir", "ttgir", "json") for f in folder.files):
+        return None
+    name = names.pop()
+    wanted = posixpath.join(folder.path, name)
+    found = [c for c in compilations if c.generic and c.kernel == name and id(c) not in links
+             and c.files == wanted]
+    if len(found) != 1:
+        return None
+    folder.matched_by = "name"
+    return found[0]
 
 
 def _folder_hashes(links: Links, compilation: CompilationRecord) -> set[str]:

@@ -19,7 +19,7 @@ from app.ingest.state import IngestState, LogResult
 from parsers import scopes
 from parsers.compilations import GENERIC_MLIR_STAGE, CompilationRecord, SnapshotList, SnapshotRecord
 from parsers.perpass import files
-from parsers.perpass.names import CUTE_KEEP, NUMBERED, PassFile
+from parsers.perpass.names import NUMBERED, PassFile
 from parsers.records import DumpHeader
 
 _STYLE_NAMES = {
@@ -32,10 +32,10 @@ _STYLE_NAMES = {
 
 
 @dataclass
-class _File:
+class IrFile:
     path: str
     info: PassFile
-    header: DumpHeader | None  # its own banner, if it has one
+    header: DumpHeader | None  # its own banner, if it has one (or the one made for it)
     kind: str  # "mlir" | "llvm"
     blob: str
     size: int
@@ -43,43 +43,48 @@ class _File:
     level: str
     unit: str | None
     kernel: str | None
+    line: int = 1  # where its text starts in its file (a log's block)
 
 
 class PassFiles:
     def __init__(self, state: IngestState) -> None:
         self.state = state
-        self.groups: dict[str, list[_File]] = {}
+        self.groups: dict[str, list[IrFile]] = {}
 
     def read(self, path: str, info: PassFile, stream: BinaryIO) -> tuple[int, str]:
         """Keep one file's text; returns its size and the note the upload's file list shows."""
         data = read_small(stream, path)
         header, body = files.split_banner(data)
+        self.groups.setdefault(info.group, []).append(self.store(path, info, body, header))
+        return len(data), _STYLE_NAMES[info.style]
+
+    def store(self, path: str, info: PassFile, body: bytes, header: DumpHeader | None = None,
+              line: int = 1) -> IrFile:
+        """One snapshot's text stored (and sent to the op index); what its compilation needs of it."""
         body = body.rstrip(b"\r\n\t ")
         kind = files.ir_kind(body, path)
-        text = body.decode("utf-8", "replace")
-        if "\ufffd" in text:
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError:
             self.state.problem("warning", "bytes that are not UTF-8 in this IR file (shown as \ufffd)", path=path)
         blob = self.state.blobs.put(body)
         self.state.op_index.add_blob(blob, body)
         level, unit = scopes.level_and_name(header or files.header_for(info, path, kind, None), body)
-        self.groups.setdefault(info.group, []).append(_File(
-            path, info, header, kind, blob, len(body), body.count(b"\n") + 1 if body else 0, level, unit,
-            files.kernel_of(body),
-        ))
-        return len(data), _STYLE_NAMES[info.style]
+        return IrFile(path, info, header, kind, blob, len(body), body.count(b"\n") + 1 if body else 0, level,
+                      unit, files.kernel_of(body), line)
 
     def finish(self) -> None:
         """One compilation per group, appended to the logs' (a log result of its own each)."""
         for group, members in self.groups.items():
             members.sort(key=lambda member: (member.info.order, member.path))
             self._check_numbering(members)
-            record = self._compilation(group, members)
+            record = compilation_of(group, members)
             result = LogResult(group or "/")
             result.grouper.compilations.append(record)
             self.state.logs.append(result)
         self.groups = {}
 
-    def _check_numbering(self, members: list[_File]) -> None:
+    def _check_numbering(self, members: list[IrFile]) -> None:
         """Two files of one number: two runs' files mixed in one folder, most likely."""
         seen: dict[tuple[int, ...], str] = {}
         for member in members:
@@ -90,24 +95,26 @@ class PassFiles:
                 self.state.problem("warning", f"two per-pass files share a number with {posixpath.basename(other)}: "
                                    "both kept, in name order (files of two runs in one folder?)", path=member.path)
 
-    def _compilation(self, group: str, members: list[_File]) -> CompilationRecord:
-        first = members[0]
-        named = next((member.info.pass_name for member in members if member.info.pass_name), None)
-        kernel = first.info.prefix if first.info.style in (NUMBERED, CUTE_KEEP) and first.info.prefix else None
-        kernel = kernel or next((member.kernel for member in members if member.kernel), None)
-        record = CompilationRecord(kernel, 1, SnapshotList(), stage=GENERIC_MLIR_STAGE)
-        record.generic = True
-        record.named_by_module = True
-        last: dict[str, tuple[int, str]] = {}
-        for index, member in enumerate(members):
-            header = member.header or files.header_for(member.info, member.path, member.kind, named)
-            key = scopes.scope_key(member.level, member.unit)
-            previous = last.get(key)
-            last[key] = (index, member.blob)
-            record.snapshots.append(SnapshotRecord(
-                index=index, header=header, line=1, blob=member.blob, size=member.size,
-                line_count=member.line_count, stage="llvm-ir" if member.kind == "llvm" else GENERIC_MLIR_STAGE,
-                changed=previous is None or previous[1] != member.blob, level=member.level,
-                base=previous[0] if previous else None, unit=member.unit,
-            ))
-        return record
+
+def compilation_of(group: str, members: list[IrFile]) -> CompilationRecord:
+    """One compilation of `members`' snapshots, in their order (`group`: their folder and prefix)."""
+    first = members[0]
+    named = next((member.info.pass_name for member in members if member.info.pass_name), None)
+    kernel = first.info.prefix or next((member.kernel for member in members if member.kernel), None)
+    record = CompilationRecord(kernel, 1, SnapshotList(), stage=GENERIC_MLIR_STAGE)
+    record.generic = True
+    record.named_by_module = True
+    record.files = group
+    last: dict[str, tuple[int, str]] = {}
+    for index, member in enumerate(members):
+        header = member.header or files.header_for(member.info, member.path, member.kind, named)
+        key = scopes.scope_key(member.level, member.unit)
+        previous = last.get(key)
+        last[key] = (index, member.blob)
+        record.snapshots.append(SnapshotRecord(
+            index=index, header=header, line=member.line, blob=member.blob, size=member.size,
+            line_count=member.line_count, stage="llvm-ir" if member.kind == "llvm" else GENERIC_MLIR_STAGE,
+            changed=previous is None or previous[1] != member.blob, level=member.level,
+            base=previous[0] if previous else None, unit=member.unit,
+        ))
+    return record

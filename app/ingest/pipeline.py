@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from app.ingest.autotune_files import AutotuneFiles
 from app.ingest.cache_files import CacheFiles
+from app.ingest.cutile_files import CutileFiles
 from app.ingest.disassembler import Disassembler
 from app.ingest.file_streams import PrefixedStream, drain, read_small
 from app.ingest.log_prescan import LogPrescan
@@ -41,7 +42,7 @@ __all__ = ["Ingest", "IngestError", "new_run_id"]
 HEAD_BYTES = 8192
 Progress = Callable[[str, int], None]
 _KEPT_ROLES = {"log", "tritonparse", "source", "cache-group", "cache-stage", "cache-binary", "cache-metadata", "profile",
-               "autotune", "pass-file"}
+               "autotune", "pass-file", "cutile-log", "tileir-bytecode"}
 MAX_REASONS = 10  # files named in the error for an upload with nothing to ingest
 
 
@@ -79,6 +80,7 @@ class Ingest:
         self.profiles = ProfileCollector(self.state, self.limits.max_profile_bytes)
         self.autotune_files = AutotuneFiles(self.state)
         self.pass_files = PassFiles(self.state)
+        self.cutile = CutileFiles(self.state, self.logs, self.pass_files)
 
     # -- entry point -----------------------------------------------------------
     def ingest(self, inputs: Iterable) -> Run:
@@ -156,6 +158,12 @@ class Ingest:
             elif role == "autotune":
                 record["note"] = self.autotune_files.read(input_file.path, head, stream)
                 record["size"] = state.bytes_read - start
+            elif role == "cutile-log":
+                record["log_blob"] = self.cutile.read_log(input_file.path, stream, input_file.origin)
+                record["size"] = state.bytes_read - start
+                record["note"] = state.logs[-1].note
+            elif role == "tileir-bytecode":
+                record["size"], record["note"] = self.cutile.read_bytecode(input_file.path, stream)
             elif role == "pass-file":
                 info = pass_file(input_file.path, head)
                 assert info is not None  # the registry matched it so
