@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from parsers import autotune_files, cache, ncu, proton, tritonparse
 from parsers.cutile.logs import is_cutile_log
 from parsers.perpass.names import pass_file
+from parsers.tilelang.names import dump_file as tilelang_dump_file
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,11 @@ FORMATS: list[InputFormat] = [
         "tree-printing folders, LLVM -ir-dump-directory folders, CuTe DSL's CUTE_DSL_KEEP IR; a bare .mlir or "
         "TileIR text (cuda_tile.module) file: one module, one snapshot",
         lambda path, head: pass_file(path, head) is not None,
+    ),
+    InputFormat(
+        "tilelang-pass",
+        "TileLang's tl.dump_ir_path folder: {counter:03d}_{pass}.py TVMScript after each pass, one compilation",
+        lambda path, head: tilelang_dump_file(path, head) is not None,
     ),
     InputFormat("source", "Python source the IR's loc() entries point at", lambda path, head: path.endswith(".py")),
     InputFormat(

@@ -20,6 +20,7 @@ from parsers import scopes
 from parsers.compilations import GENERIC_MLIR_STAGE, CompilationRecord, SnapshotList, SnapshotRecord
 from parsers.perpass import files
 from parsers.perpass.names import NUMBERED, PassFile
+from parsers.tilelang import names as tilelang
 from parsers.records import DumpHeader
 
 _STYLE_NAMES = {
@@ -28,7 +29,11 @@ _STYLE_NAMES = {
     "llvm-dir": "LLVM -ir-dump-directory file",
     "cute-keep": "CuTe DSL CUTE_DSL_KEEP IR",
     "module": "IR file holding one module: one snapshot",
+    "tilelang": "TileLang tl.dump_ir_path file (TVMScript after one pass)",
 }
+
+
+_STAGES = {"llvm": "llvm-ir", tilelang.KIND: "tir"}  # else the generic "mlir"
 
 
 @dataclass
@@ -62,16 +67,20 @@ class PassFiles:
               line: int = 1) -> IrFile:
         """One snapshot's text stored (and sent to the op index); what its compilation needs of it."""
         body = body.rstrip(b"\r\n\t ")
-        kind = files.ir_kind(body, path)
+        kind = tilelang.KIND if info.style == tilelang.TILELANG else files.ir_kind(body, path)
         try:
             body.decode("utf-8")
         except UnicodeDecodeError:
             self.state.problem("warning", "bytes that are not UTF-8 in this IR file (shown as \ufffd)", path=path)
         blob = self.state.blobs.put(body)
         self.state.op_index.add_blob(blob, body)
-        level, unit = scopes.level_and_name(header or files.header_for(info, path, kind, None), body)
+        if kind == tilelang.KIND:
+            level, unit = scopes.MODULE, None  # TVMScript: the IRModule, whole, after each pass
+        else:
+            level, unit = scopes.level_and_name(header or files.header_for(info, path, kind, None), body)
+        kernel = tilelang.kernel_of(body) if kind == tilelang.KIND else files.kernel_of(body)
         return IrFile(path, info, header, kind, blob, len(body), body.count(b"\n") + 1 if body else 0, level,
-                      unit, files.kernel_of(body), line)
+                      unit, kernel, line)
 
     def finish(self) -> None:
         """One compilation per group, appended to the logs' (a log result of its own each)."""
@@ -113,7 +122,7 @@ def compilation_of(group: str, members: list[IrFile]) -> CompilationRecord:
         last[key] = (index, member.blob)
         record.snapshots.append(SnapshotRecord(
             index=index, header=header, line=member.line, blob=member.blob, size=member.size,
-            line_count=member.line_count, stage="llvm-ir" if member.kind == "llvm" else GENERIC_MLIR_STAGE,
+            line_count=member.line_count, stage=_STAGES.get(member.kind, GENERIC_MLIR_STAGE),
             changed=previous is None or previous[1] != member.blob, level=member.level,
             base=previous[0] if previous else None, unit=member.unit,
         ))

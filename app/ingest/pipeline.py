@@ -35,6 +35,7 @@ from app.store.blobs import BlobWriter
 from app.store.models import Run
 from parsers import registry
 from parsers.perpass.names import pass_file
+from parsers.tilelang.names import dump_file as tilelang_dump_file
 from parsers.sources import InputFile, InputLimitExceeded, Limits, SourceWalker
 
 __all__ = ["Ingest", "IngestError", "new_run_id"]
@@ -42,7 +43,7 @@ __all__ = ["Ingest", "IngestError", "new_run_id"]
 HEAD_BYTES = 8192
 Progress = Callable[[str, int], None]
 _KEPT_ROLES = {"log", "tritonparse", "source", "cache-group", "cache-stage", "cache-binary", "cache-metadata", "profile",
-               "autotune", "pass-file", "cutile-log", "tileir-bytecode"}
+               "autotune", "pass-file", "cutile-log", "tileir-bytecode", "tilelang-pass"}
 MAX_REASONS = 10  # files named in the error for an upload with nothing to ingest
 
 
@@ -164,8 +165,8 @@ class Ingest:
                 record["note"] = state.logs[-1].note
             elif role == "tileir-bytecode":
                 record["size"], record["note"] = self.cutile.read_bytecode(input_file.path, stream)
-            elif role == "pass-file":
-                info = pass_file(input_file.path, head)
+            elif role in ("pass-file", "tilelang-pass"):
+                info = pass_file(input_file.path, head) if role == "pass-file" else tilelang_dump_file(input_file.path, head)
                 assert info is not None  # the registry matched it so
                 record["size"], record["note"] = self.pass_files.read(input_file.path, info, stream)
             elif role == "source":

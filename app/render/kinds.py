@@ -14,7 +14,10 @@ _MLIR_KINDS = frozenset({"mlir", "ttir", "ttgir", "glir", "source"})
 
 
 def snapshot_kind(kind: str) -> str:
-    """The render kind of a snapshot: its ``kind`` column is "mlir", "internal" or "llvm"."""
+    """The render kind of a snapshot: its ``kind`` column is "mlir", "internal", "llvm", or "tvmscript"
+    (TileLang's per-pass TVMScript, highlighted as the Python it is written in)."""
+    if kind == "tvmscript":
+        return "python"
     return "llvm" if kind == "llvm" else "mlir"
 
 

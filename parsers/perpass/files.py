@@ -45,7 +45,7 @@ def header_for(info: PassFile, path: str, kind: str, first_pass: str | None) -> 
     the first pass is "before" that pass (`first_pass`, the group's first named one). `raw` is the
     file's name, which the pages show where a log shows the banner line."""
     name = info.pass_name or first_pass or "the first pass"
-    return DumpHeader(kind if kind == "llvm" else "mlir", info.when, name, None, None, None, False,
+    return DumpHeader(kind if kind in ("llvm", "tvmscript") else "mlir", info.when, name, None, None, None, False,
                       posixpath.basename(path))
 
 
