@@ -18,6 +18,7 @@ from app.highlight.hwops import (
     count_ptx,
     text_target,
 )
+from app.highlight.cute_layouts import CUTE_EXPLAINED
 from app.highlight.layouts import Layout, explain_encoding, find_layouts, read_encoding
 from app.render.cache import _ANALYSES, _INDEXES, _OPS
 from app.render.escape import escape_attr
@@ -237,7 +238,9 @@ class Analysis:
         return {alias: layout_dict(layout) for alias, layout in self.layouts.items()}
 
 
-_ENCODING_HEAD = re.compile(r"#(?:ttg|triton_gpu|ttng|triton_nvidia_gpu|gluon|amdg|amdgpu)\.")
+_ENCODING_HEAD = re.compile(
+    r"#(?:ttg|triton_gpu|ttng|triton_nvidia_gpu|gluon|amdg|amdgpu)\.|!cute\.(?:" + CUTE_EXPLAINED + r")<"
+)
 
 
 def _analyse(key: tuple, text: str, kind: str, debug_context: str | None = None) -> Analysis:
