@@ -18,7 +18,7 @@ from app.diff.align import match_blocks
 from parsers.loc import LineLocs, resolve
 
 # An op's name where a line starts one: `%a, %b = op`, `%0:2 = "op"(`, `op ...` (dialect-qualified).
-_OP = re.compile(r'^\s*(?:%[^=\n"]*=\s*)?"?([A-Za-z_][\w$]*\.[\w$.]+)"?[\s(<{:]')
+_OP = re.compile(r'^\s*(?:%[^=\n"]*=\s*)?"?([A-Za-z_][\w$]*\.[\w$.]+)"?(?:[\s(<{:\[]|$)')
 _NO_LOCS = LineLocs([], None, None)
 
 
@@ -52,9 +52,23 @@ def transfer_from(donor_lines: list[str], donor_locs: list[LineLocs], text: str)
     keys: dict[str, int] = {}
     a = [keys.setdefault(name, len(keys)) for name in donor_names]
     b = [keys.setdefault(name, len(keys)) for name in names]
+    paired_a, paired_b = set(), set()
     for i, j, size in match_blocks(a, b, effort=8):
-        for offset in range(size):
-            line = donor_numbers[i + offset]
-            if line < len(donor_locs):
-                found[numbers[j + offset]] = donor_locs[line]
+        paired_a.update(range(i, i + size))
+        paired_b.update(range(j, j + size))
+    # ops the alignment left out (two print forms order a few ops differently): paired by name where
+    # the name is left once on each side
+    left_a: dict[int, list[int]] = {}
+    left_b: dict[int, list[int]] = {}
+    for i, key in enumerate(a):
+        if i not in paired_a:
+            left_a.setdefault(key, []).append(i)
+    for j, key in enumerate(b):
+        if j not in paired_b:
+            left_b.setdefault(key, []).append(j)
+    pairs = [(left_a[key][0], js[0]) for key, js in left_b.items() if len(js) == 1 and len(left_a.get(key, ())) == 1]
+    for i, j in [*zip(sorted(paired_a), sorted(paired_b), strict=True), *pairs]:
+        line = donor_numbers[i]
+        if line < len(donor_locs):
+            found[numbers[j]] = donor_locs[line]
     return found
