@@ -48,7 +48,7 @@ def explain_type(definition: str) -> Layout:
     parts: list[str] = []
     if kind == "memref":
         head = inner.split('"', 1)[0]
-        words = [word.strip() for word in head.split(",") if word.strip()]
+        words = [word.strip() for word in _top_level_commas(head) if word.strip()]
         if words:
             layout.fields.append(LayoutField("element", words[0], f"each element is {words[0]}"))
         for word in words[1:]:
@@ -72,6 +72,18 @@ def explain_type(definition: str) -> Layout:
             parts.append(summary)
     layout.summary = "; ".join(dict.fromkeys(parts)) or f"CuTe {kind}"
     return layout
+
+
+def _top_level_commas(text: str) -> list[str]:
+    """`f32, smem, align<128>, S<3,4,3>` split at the commas outside `<...>`."""
+    parts, depth, start = [], 0, 0
+    for position, char in enumerate(text):
+        depth += (char == "<") - (char == ">")
+        if char == "," and depth == 0:
+            parts.append(text[start:position])
+            start = position + 1
+    parts.append(text[start:])
+    return parts
 
 
 def _explain_quoted(kind: str, name: str, text: str) -> tuple[LayoutField, str | None]:
