@@ -10,7 +10,7 @@ from typing import BinaryIO
 from app.ingest.binary_resources import CubinTap
 from app.ingest.disassembler import Disassembler, SassJobs
 from app.ingest.file_streams import drain, read_small
-from app.ingest.linking import CacheFolder
+from app.ingest.linking import CacheFolder, dsl_keep_group
 from app.ingest.state import IngestState
 from app.store.blobs import sha256
 from parsers import cache
@@ -95,15 +95,16 @@ class CacheFiles:
             self.state.problem("warning", f"SASS not shown for {count} cubin{'s' if count > 1 else ''}: "
                                f"{self.disassembler.reason}")
 
-    def check(self) -> None:
+    def check(self, claimed: frozenset[str] = frozenset()) -> None:
         """Tell the user about cache folders that are suspect as a whole: a copy of another one, or
-        a kernel binary alone (a .cubin shows nothing but its size and hash)."""
+        a kernel binary alone (a .cubin shows nothing but its size and hash). `claimed`: the per-pass
+        groups (folder/name) whose compilation a DSL's kept artifacts join: not alone."""
         problem = self.state.problem
         seen: dict[frozenset, str] = {}
         made = {id(artifact) for artifact in self.made_sass}
         for folder in self.folders.values():
-            if folder.origin == "trace":
-                continue  # a traced compilation holds texts only, never a binary
+            if folder.origin == "trace" or dsl_keep_group(folder) in claimed:
+                continue  # a traced compilation holds texts only; a DSL's artifacts join their IR
             if sum(artifact["kind"] == "sass" for artifact in folder.files) > 1:  # a kernel dump's own .sass
                 folder.files = [artifact for artifact in folder.files if id(artifact) not in made]
             files = frozenset((artifact["kind"], artifact["sha256"]) for artifact in folder.files)

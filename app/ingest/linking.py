@@ -108,17 +108,22 @@ def link_caches(
 _ARCH_SUFFIX = re.compile(r"\.(?:sm|compute)_\w+$")
 
 
-def _match_dsl_keep(folder: CacheFolder, compilations: list[CompilationRecord], links: Links) -> CompilationRecord | None:
-    """A DSL's kept artifacts (CuTe DSL's CUTE_DSL_KEEP: `<fn>.ptx`, `<fn>.sm_90a.cubin`, `<fn>.sass`) join
-    the one per-pass compilation named `<fn>` (its kept IR files, app/ingest/pass_files.py) in the same
-    folder: no hash ties them, only the name and the place."""
+def dsl_keep_group(folder: CacheFolder) -> str | None:
+    """`<folder>/<fn>` when a folder's files are one kernel's kept artifacts without Triton's IR or
+    metadata (CuTe DSL's CUTE_DSL_KEEP: `<fn>.ptx`, `<fn>.sm_90a.cubin`, `<fn>.sass`; a cuTile export's
+    `<fn>.cubin`): the per-pass group (app/ingest/pass_files.py) they belong with."""
     names = {_ARCH_SUFFIX.sub("", posixpath.basename(f["path"]).rsplit(".", 1)[0]) for f in folder.files}
     if len(names) != 1 or any(f["kind"] in ("ttir", "ttgir", "json") for f in folder.files):
         return None
-    name = names.pop()
-    wanted = posixpath.join(folder.path, name)
-    found = [c for c in compilations if c.generic and c.kernel == name and id(c) not in links
-             and c.files == wanted]
+    return posixpath.join(folder.path, names.pop())
+
+
+def _match_dsl_keep(folder: CacheFolder, compilations: list[CompilationRecord], links: Links) -> CompilationRecord | None:
+    """A DSL's kept artifacts join the one per-pass compilation of their group (its kept IR files, or
+    its decoded bytecode) in the same folder: no hash ties them, only the name and the place."""
+    wanted = dsl_keep_group(folder)
+    found = [c for c in compilations if c.generic and wanted is not None and c.files == wanted
+             and id(c) not in links]
     if len(found) != 1:
         return None
     folder.matched_by = "name"
