@@ -4,7 +4,7 @@ Each entry names the role a matching file plays; app/ingest/pipeline.py (Ingest.
 handler per role, since storing is not the parsers' business. Adding a format means a parser
 module, an entry here, and, for a new role, its handler there. Order matters: the first match wins.
 Inside a log, the dump formats (mlir_dump, llvm_dump) and timing reports are told apart by
-parsers/log.py, which scans the stream once for all of them.
+parsers/logs/log.py, which scans the stream once for all of them.
 """
 
 from __future__ import annotations
@@ -14,9 +14,13 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from parsers import autotune_files, cache, ncu, proton, tritonparse
+from parsers.autotuning import autotune_files
+from parsers.caches import cache
+from parsers.profiles import ncu, proton
+from parsers.traces import tritonparse
+from parsers.cute.keep import keep_file
 from parsers.cutile.logs import is_cutile_log
-from parsers.perpass.names import pass_file
+from parsers.perpass.names import PassFile, pass_file
 from parsers.tilelang.names import dump_file as tilelang_dump_file
 
 
@@ -115,9 +119,9 @@ FORMATS: list[InputFormat] = [
     InputFormat(
         "pass-file",
         "One IR file per pass (parsers/perpass/): <prefix>_NNN_<Pass>.mlir with <prefix>_0_with_loc.mlir, MLIR "
-        "tree-printing folders, LLVM -ir-dump-directory folders, CuTe DSL's CUTE_DSL_KEEP IR; a bare .mlir or "
+        "tree-printing folders, LLVM -ir-dump-directory folders, CuTe DSL's CUTE_DSL_KEEP IR (parsers/cute/); a bare .mlir or "
         "TileIR text (cuda_tile.module) file: one module, one snapshot",
-        lambda path, head: pass_file(path, head) is not None,
+        lambda path, head: ir_file_place(path, head) is not None,
     ),
     InputFormat(
         "tilelang-pass",
@@ -137,6 +141,11 @@ FORMATS: list[InputFormat] = [
         lambda path, head: True,
     ),
 ]
+
+
+def ir_file_place(path: str, head: bytes) -> PassFile | None:
+    """A "pass-file" input's place in its folder: CuTe DSL's kept IR first, then the generic styles."""
+    return keep_file(path, head) or pass_file(path, head)
 
 
 def classify(path: str, head: bytes) -> InputFormat:

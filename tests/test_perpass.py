@@ -8,7 +8,8 @@ import os
 import re
 from pathlib import Path
 
-from parsers.perpass.names import CUTE_KEEP, LLVM_DIR, MODULE, NUMBERED, TREE, pass_file
+from parsers.cute.keep import CUTE_KEEP, keep_file
+from parsers.perpass.names import LLVM_DIR, MODULE, NUMBERED, TREE, pass_file
 from tests.conftest import FIXTURES, ingest_paths, map_indexes
 
 PERPASS = FIXTURES / "perpass"
@@ -37,7 +38,7 @@ def test_file_names_of_each_style():
     assert (tree.style, tree.group, tree.order) == (TREE, "t", (0, 1))
     llvm = pass_file("o/12-8b6449451719a9a2-module-IPSCCPPass-after.ll", b"; *** IR Dump After IPSCCPPass on [module] ***\n")
     assert (llvm.style, llvm.order, llvm.group) == (LLVM_DIR, (12, 1), "o/8b6449451719a9a2")
-    keep = pass_file("k/cute_dsl_cutlass_add_x_clean.mlir", b"!a = !cute.memref<f32, gmem, \"4:1\">\n")
+    keep = keep_file("k/cute_dsl_cutlass_add_x_clean.mlir", b"!a = !cute.memref<f32, gmem, \"4:1\">\n")
     assert (keep.style, keep.group, keep.when) == (CUTE_KEEP, "k/cutlass_add_x", "after")
     assert pass_file("x/kernel.mlir", b"module {\n}").style == MODULE
     assert pass_file("x/k.txt", b"cuda_tile.module @m {\n").style == MODULE
@@ -102,7 +103,7 @@ def test_generic_copy_borrows_exactly_the_located_copys_lines():
     """`_0_.mlir` is the same module as `_0_with_loc.mlir`, printed generic and without loc: every op
     lines up, so it borrows each op's location (the reference: the located file's own ops, in order)."""
     from app.render.loc_transfer import transfer
-    from parsers.loc import resolve
+    from parsers.locations.loc import resolve
 
     donor = (CUTE_PASSES / "cute_add_0_with_loc.mlir").read_text()
     copy = (CUTE_PASSES / "cute_add_0_.mlir").read_text()

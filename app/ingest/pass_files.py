@@ -16,8 +16,8 @@ from typing import BinaryIO
 
 from app.ingest.file_streams import read_small
 from app.ingest.state import IngestState, LogResult
-from parsers import scopes
-from parsers.compilations import GENERIC_MLIR_STAGE, CompilationRecord, SnapshotList, SnapshotRecord
+from parsers.logs import scopes
+from parsers.logs.compilations import GENERIC_MLIR_STAGE, CompilationRecord, SnapshotList, SnapshotRecord
 from parsers.perpass import files
 from parsers.perpass.names import NUMBERED, PassFile
 from parsers.tilelang import names as tilelang
@@ -27,7 +27,7 @@ _STYLE_NAMES = {
     "numbered": "per-pass file (<prefix>_NNN_<Pass>.mlir)",
     "tree": "MLIR tree-printing file",
     "llvm-dir": "LLVM -ir-dump-directory file",
-    "cute-keep": "CuTe DSL CUTE_DSL_KEEP IR",
+    "cute-keep": "CuTe DSL CUTE_DSL_KEEP IR",  # parsers/cute/keep.py
     "module": "IR file holding one module: one snapshot",
     "tilelang": "TileLang tl.dump_ir_path file (TVMScript after one pass)",
 }

@@ -34,9 +34,8 @@ from app.insight.op_term_scan import TermScanner
 from app.store.blobs import BlobWriter
 from app.store.models import Run
 from parsers import registry
-from parsers.perpass.names import pass_file
 from parsers.tilelang.names import dump_file as tilelang_dump_file
-from parsers.sources import InputFile, InputLimitExceeded, Limits, SourceWalker
+from parsers.inputs.sources import InputFile, InputLimitExceeded, Limits, SourceWalker
 
 __all__ = ["Ingest", "IngestError", "new_run_id"]
 
@@ -166,7 +165,8 @@ class Ingest:
             elif role == "tileir-bytecode":
                 record["size"], record["note"] = self.cutile.read_bytecode(input_file.path, stream)
             elif role in ("pass-file", "tilelang-pass"):
-                info = pass_file(input_file.path, head) if role == "pass-file" else tilelang_dump_file(input_file.path, head)
+                place = registry.ir_file_place if role == "pass-file" else tilelang_dump_file
+                info = place(input_file.path, head)
                 assert info is not None  # the registry matched it so
                 record["size"], record["note"] = self.pass_files.read(input_file.path, info, stream)
             elif role == "source":

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from app.diff.align import match_blocks
-from parsers.loc import LineLocs, resolve
+from parsers.locations.loc import LineLocs, resolve
 
 # An op's name where a line starts one: `%a, %b = op`, `%0:2 = "op"(`, `op ...` (dialect-qualified).
 _OP = re.compile(r'^\s*(?:%[^=\n"]*=\s*)?"?([A-Za-z_][\w$]*\.[\w$.]+)"?(?:[\s(<{:\[]|$)')

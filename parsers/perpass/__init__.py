@@ -7,4 +7,6 @@ tree printing (`--mlir-print-ir-tree-dir`, `tree_printing_path`), LLVM's `-ir-du
 CuTe DSL's `CUTE_DSL_KEEP` IR files, and a bare `.mlir` / TileIR text file holding one module; and
 how one file's text becomes a dump (`files`). Grouping the files into compilations and storing them
 is app/ingest/pass_files.py's.
+
+May import `parsers/records.py` and `parsers/logs/` (banners, scopes, compilations); never `app/`.
 """

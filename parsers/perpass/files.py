@@ -6,7 +6,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from parsers import llvm_dump, mlir_dump
+from parsers.logs import llvm_dump, mlir_dump
 from parsers.perpass.names import PassFile
 from parsers.records import DumpHeader
 

@@ -14,9 +14,7 @@ Styles (each checked against real folders; the fixtures' READMEs say which):
 - ``llvm-dir``: LLVM's `-ir-dump-directory` (with -print-after-all / -print-before-all, LLVM 19+):
   `<N>-<module hash>-module-<Pass>-<before|after>.ll`, `<N>-<module hash>-function-<hash>-<Pass>-after.ll`;
   N orders them (a pass's before and after dumps share it), each file opens with its banner.
-- ``cute-keep``: CuTe DSL's `CUTE_DSL_KEEP` IR files in `CUTE_DSL_DUMP_DIR`: `cute_dsl_<fn>.mlir`
-  (`ir-debug`: before any pass) and `cute_dsl_<fn>_clean.mlir` (`ir`: after canonicalize and cse);
-  their PTX, cubin and SASS are cache stage files named `<fn>.*` beside them.
+(CuTe DSL's `CUTE_DSL_KEEP` IR files are parsers/cute/keep.py's: the registry asks it first.)
 - ``module``: any other `.mlir` / `.tileir` file, or a text opening with `cuda_tile.module`,
   without a dump banner: one module, one snapshot.
 
@@ -29,19 +27,17 @@ import posixpath
 import re
 from dataclasses import dataclass
 
-NUMBERED, TREE, LLVM_DIR, CUTE_KEEP, MODULE = "numbered", "tree", "llvm-dir", "cute-keep", "module"
+NUMBERED, TREE, LLVM_DIR, MODULE = "numbered", "tree", "llvm-dir", "module"
 
 _NUMBERED = re.compile(r"^(?P<prefix>.+)_(?P<number>\d+)_(?P<pass>[A-Za-z][\w.\-]*)\.mlir$")
 _BEFORE = re.compile(r"^(?P<prefix>.+)_0_(?P<tag>[\w.\-]*)\.mlir$")
 _TREE = re.compile(r"^(?P<counters>\d+(?:_\d+)*)_(?P<pass>[A-Za-z][\w.\-]*)\.mlir$")
 _LLVM_DIR = re.compile(r"^(?P<number>\d+)-(?P<hash>[0-9a-f]+)-(?P<rest>.+)-(?P<when>before|after)\.ll$")
-_CUTE_KEEP = re.compile(r"^(?P<dsl>cute_dsl|cute_experimental_dsl)_(?P<fn>.+?)(?P<clean>_clean)?\.mlir$")
 _TREE_TOP = re.compile(r"^builtin_module_")
 _BANNERS = (b"// -----// IR Dump", b"*** IR Dump")
 _MLIR_BANNER = b"// -----// IR Dump"
 _CUDA_TILE = re.compile(rb"^\s*(?://[^\n]*\n\s*)*cuda_tile\.module\b")
 MODULE_SUFFIXES = (".mlir", ".tileir")
-CLEAN_PIPELINE = "canonicalize,cse"  # what CuTe DSL runs on the module it keeps as `ir`
 
 
 @dataclass(frozen=True)
@@ -71,12 +67,6 @@ def pass_file(path: str, head: bytes) -> PassFile | None:
         return PassFile(TREE, _tree_root(folder), counters, "", tree["pass"], "after")
     if any(banner in head for banner in _BANNERS) and not opens_with_banner:
         return None  # a log of dumps that happens to be named .mlir
-    keep = _CUTE_KEEP.match(name)
-    if keep:
-        group = posixpath.join(folder, keep["fn"])
-        if keep["clean"]:
-            return PassFile(CUTE_KEEP, group, (1,), keep["fn"], CLEAN_PIPELINE, "after")
-        return PassFile(CUTE_KEEP, group, (0,), keep["fn"], None, "before")
     before = _BEFORE.match(name)
     if before and before["tag"] in ("", "with_loc") and not opens_with_banner:
         # `_0_with_loc` first, then `_0_`: both hold the module before any pass
