@@ -36,6 +36,15 @@ def test_cute_keep_folder_is_one_compilation_with_its_stages_and_cubin_resources
     assert not run["damaged"]
 
 
+def test_cute_keep_folder_of_two_kernels_splits_their_artifacts(db):
+    run = ingest_paths(db, [CUTE / "two_kernels_keep"])
+    registers = {c["kernel"].split("_")[1]: (c["resources"]["registers"], sorted(c["artifacts"]))
+                 for c in run["compilations"]}
+    # cuobjdump --dump-resource-usage: REG:12 for the add, REG:10 for the scale (the fixture's README)
+    assert registers == {"add": (12, ["cubin", "ptx", "sass"]), "scale": (10, ["cubin", "ptx", "sass"])}
+    assert not run["warnings"]
+
+
 def test_cute_layout_mapping_follows_cute_algebra():
     layout = parse("(128,16):(1,128)")
     assert (layout.size, layout.cosize, layout.rank) == (2048, 2048, 2)

@@ -4,13 +4,14 @@ cubin's SASS is made in the background while the rest of the upload is read (app
 
 from __future__ import annotations
 
+import posixpath
 from concurrent.futures import Future
 from typing import BinaryIO
 
 from app.ingest.binary_resources import CubinTap
 from app.ingest.disassembler import Disassembler, SassJobs
 from app.ingest.file_streams import drain, read_small
-from app.ingest.linking import CacheFolder, dsl_keep_group
+from app.ingest.linking import CacheFolder, dsl_keep_group, kept_stem
 from app.ingest.state import IngestState
 from app.store.blobs import sha256
 from parsers.caches import cache
@@ -57,6 +58,7 @@ class CacheFiles:
                 if reason and not kernels:
                     problem("warning", f"registers and stack of this cubin not read: {reason}", path=path)
                 folder.resources = {"source": "cubin", "kernels": kernels, "problem": reason}
+                folder.binary_resources[path] = folder.resources
             return role, size
         data = read_small(stream, path)
         digest = sha256(data)
@@ -94,6 +96,25 @@ class CacheFiles:
             count = self.cubins_without_sass
             self.state.problem("warning", f"SASS not shown for {count} cubin{'s' if count > 1 else ''}: "
                                f"{self.disassembler.reason}")
+
+    def split_kept(self, claimed: frozenset[str]) -> None:
+        """A DSL's dump folder holding several kernels' kept artifacts (CUTE_DSL_DUMP_DIR after several
+        compiles): one folder per kernel, so each joins its own IR's compilation (`claimed`: the per-pass
+        groups, folder/name) with its own cubin's resources. Triton's folders are left whole."""
+        for key, folder in list(self.folders.items()):
+            if folder.metadata is not None or any(f["kind"] in ("ttir", "ttgir", "json", "grp") for f in folder.files):
+                continue
+            stems = {kept_stem(f["path"]) for f in folder.files}
+            if len(stems) < 2 or not any(posixpath.join(folder.path, stem) in claimed for stem in stems):
+                continue
+            del self.folders[key]
+            for stem in sorted(stems):
+                part = CacheFolder(folder.path)
+                part.files = [f for f in folder.files if kept_stem(f["path"]) == stem]
+                part.paths = {f["path"] for f in part.files}
+                cubins = [f["path"] for f in part.files if f["path"] in folder.binary_resources]
+                part.resources = folder.binary_resources[cubins[0]] if cubins else None
+                self.folders[f"{key}\x00{stem}"] = part
 
     def check(self, claimed: frozenset[str] = frozenset()) -> None:
         """Tell the user about cache folders that are suspect as a whole: a copy of another one, or

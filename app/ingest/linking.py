@@ -39,6 +39,7 @@ class CacheFolder:
     matched_by: str | None = None
     origin: str = "cache"  # "trace": a tritonparse compilation event standing in for a cache folder
     resources: dict | None = None  # what its cubin or .amdgcn says (app/ingest/binary_resources.py)
+    binary_resources: dict[str, dict] = field(default_factory=dict)  # each cubin's, by path
 
     def add(self, kind: str, path: str, size: int, sha: str, blob: str | None, match: str | None) -> None:
         self.files.append({"kind": kind, "path": path, "size": size, "sha256": sha, "blob": blob})
@@ -108,11 +109,16 @@ def link_caches(
 _ARCH_SUFFIX = re.compile(r"\.(?:sm|compute)_\w+$")
 
 
+def kept_stem(path: str) -> str:
+    """`<fn>` of a DSL's kept artifact `<dir>/<fn>.sm_90a.cubin`, `<fn>.ptx`, `<fn>.sass`."""
+    return _ARCH_SUFFIX.sub("", posixpath.basename(path).rsplit(".", 1)[0])
+
+
 def dsl_keep_group(folder: CacheFolder) -> str | None:
     """`<folder>/<fn>` when a folder's files are one kernel's kept artifacts without Triton's IR or
     metadata (CuTe DSL's CUTE_DSL_KEEP: `<fn>.ptx`, `<fn>.sm_90a.cubin`, `<fn>.sass`; a cuTile export's
     `<fn>.cubin`): the per-pass group (app/ingest/pass_files.py) they belong with."""
-    names = {_ARCH_SUFFIX.sub("", posixpath.basename(f["path"]).rsplit(".", 1)[0]) for f in folder.files}
+    names = {kept_stem(f["path"]) for f in folder.files}
     if len(names) != 1 or any(f["kind"] in ("ttir", "ttgir", "json") for f in folder.files):
         return None
     return posixpath.join(folder.path, names.pop())

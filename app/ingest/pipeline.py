@@ -107,6 +107,7 @@ class Ingest:
             self.state.inputs.append({"path": skipped.path, "size": None, "role": "skipped", "note": skipped.reason})
         self._check_something_ingested()
         self.cache_files.collect_sass()
+        self.cache_files.split_kept(frozenset(self.pass_files.groups))
         self.cache_files.check(frozenset(self.pass_files.groups))
         self.autotune_files.finish()
         self.pass_files.finish()
