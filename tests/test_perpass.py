@@ -41,6 +41,8 @@ def test_file_names_of_each_style():
     keep = keep_file("k/cute_dsl_cutlass_add_x_clean.mlir", b"!a = !cute.memref<f32, gmem, \"4:1\">\n")
     assert (keep.style, keep.group, keep.when) == (CUTE_KEEP, "k/cutlass_add_x", "after")
     assert pass_file("x/kernel.mlir", b"module {\n}").style == MODULE
+    assert pass_file("x/kernel.ll", b"; ModuleID = 'k'\n").style == MODULE
+    assert pass_file("x/opt.ll", b"; *** IR Dump After InstCombinePass on f ***\n") is None  # a log
     assert pass_file("x/k.txt", b"cuda_tile.module @m {\n").style == MODULE
     # a log of dumps named .mlir (MLIR_DUMP_PATH) stays a log; Python and logs are not pass files
     assert pass_file("x/dump.mlir", b"warning\n// -----// IR Dump Before Inliner (inline) ('builtin.module' operation) //----- //\n") is None

@@ -15,7 +15,7 @@ Styles (each checked against real folders; the fixtures' READMEs say which):
   `<N>-<module hash>-module-<Pass>-<before|after>.ll`, `<N>-<module hash>-function-<hash>-<Pass>-after.ll`;
   N orders them (a pass's before and after dumps share it), each file opens with its banner.
 (CuTe DSL's `CUTE_DSL_KEEP` IR files are parsers/cute/keep.py's: the registry asks it first.)
-- ``module``: any other `.mlir` / `.tileir` file, or a text opening with `cuda_tile.module`,
+- ``module``: any other `.mlir` / `.tileir` / `.ll` file, or a text opening with `cuda_tile.module`,
   without a dump banner: one module, one snapshot.
 
 A `.mlir` file holding dump banners is a log (MLIR_DUMP_PATH's file): `pass_file` returns None.
@@ -58,7 +58,10 @@ def pass_file(path: str, head: bytes) -> PassFile | None:
     folder, name = posixpath.split(path)
     opens_with_banner = head.lstrip().startswith(_BANNERS)
     if name.endswith(".ll"):
-        return _llvm_file(folder, name)
+        place = _llvm_file(folder, name)
+        if place is None and not any(banner in head for banner in _BANNERS):
+            return PassFile(MODULE, path, (0,), "", None, "after")  # a bare LLVM IR file
+        return place
     if not name.endswith(MODULE_SUFFIXES) and _CUDA_TILE.match(head) is None:
         return None
     tree = _TREE.match(name)
