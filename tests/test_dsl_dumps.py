@@ -112,6 +112,14 @@ def test_cutile_log_splits_into_each_kernels_modules():
     assert kernels[0].blocks[0].text.endswith("\nreturn")
 
 
+def test_cutile_log_cut_short_keeps_what_it_has():
+    log = (CUTILE / "vec_add" / "cutile_logs.stderr.log").read_text()
+    cut = log[: log.index("load_view_tko", log.index("==== TILEIR ===="))]  # the first TileIR cut mid-op
+    kernels = split(cut)
+    assert [b.cut for b in kernels[0].blocks] == [False, True]
+    assert kernels[0].blocks[1].text.startswith("entry @vec_add_")
+
+
 def test_cutile_upload_ingests_text_logs_and_keeps_bytecode(db, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")  # no tileirdisasm: the bytecode is kept with a note
     if find_tileirdisasm() is not None:
@@ -138,6 +146,16 @@ def test_cutile_bytecode_is_decoded_where_tileirdisasm_is_installed(db, tmp_path
     (compilation,) = run["compilations"]
     assert compilation["kernel"] == "vec_add" and compilation["artifacts"] == ["cubin"]
     assert compilation["resources"]["registers"] == 22  # cuobjdump: REG:22 (the fixture's README)
+    from sqlalchemy import select
+
+    from app.render import blob_reader
+    from app.store.models import Compilation
+
+    with db.session() as session:
+        snapshot = session.scalars(select(Compilation)).one().snapshots[0]
+        text = blob_reader.text(session, snapshot.blob)
+    # the decode is tileirdisasm -g's own output (the fixture's reference, made with 13.5.37)
+    assert text == (CUTILE / "vec_add.tileirdisasm-g.txt").read_text().rstrip()
 
 
 def test_tileir_text_ops_are_highlighted_and_mma_marked(tmp_path):
