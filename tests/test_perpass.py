@@ -87,18 +87,18 @@ def test_cute_per_pass_folder_maps_every_pass_through_the_first_files_locations(
     run = ingest_paths(db, [CUTE_PASSES])
     (compilation,) = run["compilations"]
     numbered = sorted(CUTE_PASSES.glob("cute_add_0[0-9][0-9]_*.mlir"))
-    assert compilation["snapshots"]["mlir"] == 2 + len(numbered) == 9
+    assert compilation["snapshots"]["mlir"] == 2 + len(numbered) == 16
     assert compilation["kernel"] == "cute_add" and not run["damaged"]
     assert not [w for w in run["warnings"] if "damaged" in w["kind"]]
     passes = _passes(db, run)[0]
     assert passes[2:] == [("after", re.match(r"cute_add_\d+_(.+)\.mlir", p.name).group(1)) for p in numbered]
-    assert passes[:2] == [("before", "cute-remove-static-args")] * 2  # with_loc, then the pass manager's copy
+    assert passes[:2] == [("before", "CuteRemoveStaticArgs")] * 2  # with_loc, then the pass manager's copy
     indexes = map_indexes(db)[0]
     files = [{os.path.basename(file): count for file, count in entry[0].items()} for entry in indexes]
     # the with_loc file maps by its own loc(); the generic-form files (no loc at all) borrow them
     assert "loc(" not in (CUTE_PASSES / "cute_add_0_.mlir").read_text()
     assert files[0]["cute_add.py"] > 0 and all(f.get("cute_add.py", 0) > 0 for f in files[1:8])
-    assert files[8] == {}  # cute-to-nvvm lowered every op to another dialect: nothing lines up
+    assert files[-1] == {}  # the end of the pipeline: every op lowered to another dialect, nothing lines up
 
 
 def test_generic_copy_borrows_exactly_the_located_copys_lines():
@@ -124,7 +124,7 @@ def test_generic_copy_borrows_exactly_the_located_copys_lines():
         by_name_borrowed.setdefault(name, []).append(loc)
     same = [name for name in by_name_located if len(by_name_located[name]) == len(by_name_borrowed.get(name, []))]
     checked = sum(len(by_name_located[name]) for name in same)
-    assert checked > 250
+    assert checked > 100
     for name in same:
         assert by_name_borrowed[name] == by_name_located[name], name
 
