@@ -65,6 +65,18 @@ def test_mlir_tree_printing_folder_is_one_compilation_in_counter_order(db):
     assert len(names) == 5
 
 
+def test_cute_dsl_tree_printing_folder_orders_nested_passes_by_their_counters(db):
+    root = FIXTURES / "cute" / "add_tree"
+    run = ingest_paths(db, [root])
+    (compilation,) = run["compilations"]
+    files = sorted(root.rglob("*.mlir"), key=lambda path: tuple(int(n) for n in re.match(r"([\d_]+)_", path.name).group(1)
+                                                                  .rstrip("_").split("_")))
+    assert compilation["snapshots"]["mlir"] == len(files) == 17 and not run["damaged"]
+    expected = [re.search(r"IR Dump After (\w+)", path.read_text().split("\n", 1)[0]).group(1) for path in files]
+    assert [name for _, name in _passes(db, run)[0]] == expected
+    assert expected[:2] == ["CuteRemoveStaticArgs", "MaterializeTmaMulticast"]
+
+
 def test_llvm_ir_dump_directory_is_one_compilation_in_number_order(db):
     run = ingest_paths(db, [PERPASS / "llvm_ir_dump_dir"])
     (compilation,) = run["compilations"]
