@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 from parsers.autotuning import autotune_files
 from parsers.caches import cache
-from parsers.profiles import ncu, proton
-from parsers.traces import tritonparse
 from parsers.cute.keep import keep_file
 from parsers.cutile.logs import is_cutile_log
 from parsers.perpass.names import PassFile, pass_file
+from parsers.profiles import ncu, proton
 from parsers.tilelang.names import dump_file as tilelang_dump_file
+from parsers.traces import tritonparse
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,7 @@ def test_cute_pages_link_type_aliases_and_explain_inline_layouts(tmp_path):
         assert layouts["memref_gmem_f32"]["kind"] == "memref" and layouts["memref_gmem_f32"]["line"] == line
         html = get_html(client, url)
         assert 'data-ly="memref_gmem_f32"' in html and "data-enc=" in html
-        assert 'href="#L%d">!memref_gmem_f32</a>' % line in html  # a type alias, named with its `!`
+        assert f'href="#L{line}">!memref_gmem_f32</a>' in html  # a type alias, named with its `!`
         # the per-pass op columns show CuTe's copies
         assert 'op-dot hw-copy"></span>Copy' in get_html(client, run["compilations"][0]["url"])
 

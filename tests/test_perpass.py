@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
 from parsers.cute.keep import CUTE_KEEP, keep_file
 from parsers.perpass.names import LLVM_DIR, MODULE, NUMBERED, TREE, pass_file

@@ -21,7 +21,7 @@ import re
 from app.highlight.layout_model import Layout, LayoutField
 from app.layouts.cute import CuteLayout, LayoutSyntaxError, parse, parse_swizzle, show
 
-_TYPE = re.compile(r"^!cute(?:_nvgpu)?\.([\w.]+)<(.*)>$", re.S)
+_TYPE = re.compile(r"^!cute(?:_nvgpu)?\.([\w.]+)<(.*)>$", re.DOTALL)
 _QUOTED = re.compile(r'"([^"\n]*)"')
 _NAMED_LAYOUT = re.compile(r'(\w+) = <"([^"\n]*)">')
 _SPACES = {"gmem": "global memory", "smem": "shared memory", "rmem": "registers", "tmem": "tensor memory"}

@@ -20,8 +20,8 @@ from parsers.logs import scopes
 from parsers.logs.compilations import GENERIC_MLIR_STAGE, CompilationRecord, SnapshotList, SnapshotRecord
 from parsers.perpass import files
 from parsers.perpass.names import NUMBERED, PassFile
-from parsers.tilelang import names as tilelang
 from parsers.records import DumpHeader
+from parsers.tilelang import names as tilelang
 
 _STYLE_NAMES = {
     "numbered": "per-pass file (<prefix>_NNN_<Pass>.mlir)",

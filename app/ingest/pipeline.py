@@ -34,8 +34,8 @@ from app.insight.op_term_scan import TermScanner
 from app.store.blobs import BlobWriter
 from app.store.models import Run
 from parsers import registry
-from parsers.tilelang.names import dump_file as tilelang_dump_file
 from parsers.inputs.sources import InputFile, InputLimitExceeded, Limits, SourceWalker
+from parsers.tilelang.names import dump_file as tilelang_dump_file
 
 __all__ = ["Ingest", "IngestError", "new_run_id"]
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.highlight.cute_layouts import CUTE_EXPLAINED
 from app.highlight.hwops import (
     GROUPS,
     classify_lines,
@@ -18,7 +19,6 @@ from app.highlight.hwops import (
     count_ptx,
     text_target,
 )
-from app.highlight.cute_layouts import CUTE_EXPLAINED
 from app.highlight.layouts import Layout, explain_encoding, find_layouts, read_encoding
 from app.render.cache import _ANALYSES, _INDEXES, _OPS
 from app.render.escape import escape_attr

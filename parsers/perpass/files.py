@@ -12,8 +12,8 @@ from parsers.records import DumpHeader
 
 _LLVM_HEADS = (b"; ModuleID", b"source_filename", b"target datalayout", b"target triple", b"define ", b"declare ")
 # The kernel a module holds, where the file's name says none: its first function, entry or kernel.
-_SYMBOL = re.compile(rb'^\s*"?[\w.]*(?:func|entry|kernel)"?(?: (?:public|private))? @("[^"\n]*"|[\w$.\-]+)', re.M)
-_LLVM_DEFINE = re.compile(rb"^define [^@\n]*@(\"[^\"\n]*\"|[\w$.\-]+)\(", re.M)
+_SYMBOL = re.compile(rb'^\s*"?[\w.]*(?:func|entry|kernel)"?(?: (?:public|private))? @("[^"\n]*"|[\w$.\-]+)', re.MULTILINE)
+_LLVM_DEFINE = re.compile(rb"^define [^@\n]*@(\"[^\"\n]*\"|[\w$.\-]+)\(", re.MULTILINE)
 
 
 def ir_kind(body: bytes, path: str) -> str:
