@@ -46,6 +46,7 @@ def test_file_names_of_each_style():
     # a log of dumps named .mlir (MLIR_DUMP_PATH) stays a log; Python and logs are not pass files
     assert pass_file("x/dump.mlir", b"warning\n// -----// IR Dump Before Inliner (inline) ('builtin.module' operation) //----- //\n") is None
     assert pass_file("x/kernel.py", b"import triton") is None
+    assert pass_file("x/kernel.mlir", b"ML\xefR\x00\x06MLIR") is None  # MLIR bytecode: binary data
 
 
 def test_mlir_tree_printing_folder_is_one_compilation_in_counter_order(db):

@@ -38,6 +38,7 @@ _BANNERS = (b"// -----// IR Dump", b"*** IR Dump")
 _MLIR_BANNER = b"// -----// IR Dump"
 _CUDA_TILE = re.compile(rb"^\s*(?://[^\n]*\n\s*)*cuda_tile\.module\b")
 MODULE_SUFFIXES = (".mlir", ".tileir")
+_MLIR_BYTECODE = b"ML\xefR"  # MLIR's bytecode magic
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,8 @@ def pass_file(path: str, head: bytes) -> PassFile | None:
     """The file's place in a per-pass folder, or None when it is none of the styles (a log of
     dumps, a Python source, anything else)."""
     folder, name = posixpath.split(path)
+    if head.startswith(_MLIR_BYTECODE) or b"\x00" in head[:4096]:
+        return None  # MLIR bytecode or other binary data named .mlir: not text IR
     opens_with_banner = head.lstrip().startswith(_BANNERS)
     if name.endswith(".ll"):
         place = _llvm_file(folder, name)
