@@ -123,6 +123,13 @@ def test_cutile_log_cut_short_keeps_what_it_has():
     assert kernels[0].blocks[1].text.startswith("entry @vec_add_")
 
 
+def test_cutile_log_with_an_overlong_kernel_name_ingests(db, tmp_path):
+    log = (CUTILE / "vec_add" / "cutile_logs.stderr.log").read_text().replace("vec_add====", "v" * 3000 + "====")
+    (tmp_path / "long.log").write_text(log)
+    run = ingest_paths(db, [tmp_path / "long.log"])
+    assert [len(c["kernel"]) for c in run["compilations"]] == [500, 500]
+
+
 def test_cutile_upload_ingests_text_logs_and_keeps_bytecode(db, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")  # no tileirdisasm: the bytecode is kept with a note
     if find_tileirdisasm() is not None:

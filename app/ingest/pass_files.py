@@ -10,6 +10,7 @@ file without locations takes its Python lines from an earlier snapshot that has 
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -34,6 +35,7 @@ _STYLE_NAMES = {
 
 
 _STAGES = {"llvm": "llvm-ir", tilelang.KIND: "tir"}  # else the generic "mlir"
+MAX_NAME = 500  # compilations.kernel and banners.pass_name are String(500)
 
 
 @dataclass
@@ -110,13 +112,16 @@ def compilation_of(group: str, members: list[IrFile]) -> CompilationRecord:
     first = members[0]
     named = next((member.info.pass_name for member in members if member.info.pass_name), None)
     kernel = first.info.prefix or next((member.kernel for member in members if member.kernel), None)
-    record = CompilationRecord(kernel, 1, SnapshotList(), stage=GENERIC_MLIR_STAGE)
+    # names come from file names, symbols and log lines: as long as they like, the column holds 500
+    record = CompilationRecord(kernel[:MAX_NAME] if kernel else None, 1, SnapshotList(), stage=GENERIC_MLIR_STAGE)
     record.generic = True
     record.named_by_module = True
     record.files = group
     last: dict[str, tuple[int, str]] = {}
     for index, member in enumerate(members):
         header = member.header or files.header_for(member.info, member.path, member.kind, named)
+        if len(header.pass_name) > MAX_NAME:
+            header = dataclasses.replace(header, pass_name=header.pass_name[:MAX_NAME])
         key = scopes.scope_key(member.level, member.unit)
         previous = last.get(key)
         last[key] = (index, member.blob)
