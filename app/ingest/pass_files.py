@@ -4,8 +4,8 @@ compilation, its snapshots in the order the numbering gives, whatever order the 
 A file's text is stored as it is read; only its banner, place and facts are kept until the upload
 is read (memory does not grow with the files' size). The compilations join the logs' ones
 (`state.logs`), so pages, diffs, op search and the Python map treat them alike. A snapshot of a
-file without locations takes its Python lines from an earlier snapshot that has them
-(app/render/loc_transfer.py).
+file without locations takes its Python lines from the compilation's first snapshot where that one
+has them (app/render/loc_transfer.py).
 """
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ def indexes_for(session: Session, snapshots: Sequence[Snapshot], *, store: bool 
     entries: list[Entry] = []
     shared: dict[int, Entry] = {}
     metadata: str | None = None  # the latest LLVM dump with a metadata table so far
-    located: str | None = None  # a per-pass folder's first MLIR text with locations
+    located: tuple[int, str] | None = None  # (compilation, blob) of a compilation's first snapshot with loc()
     for snapshot in snapshots:
         kind = render.snapshot_kind(snapshot.kind)
         text: str | None = None  # read at most once per snapshot, and only when something lacks
@@ -167,16 +167,19 @@ def indexes_for(session: Session, snapshots: Sequence[Snapshot], *, store: bool 
                 facts = rows[(snapshot.blob_id, FACTS)] = _Row(snapshot.blob_id, FACTS, _facts(text), None, 0, 0)
                 added.append(facts)
             flags = facts.flags
-        elif snapshot.stage == "mlir":  # a per-pass folder's (or generic pipeline's) MLIR text
+        elif snapshot.stage == "mlir" and (snapshot.index == 0 or located and located[0] == snapshot.compilation_pk):
+            # a per-pass folder's (or generic pipeline's) MLIR text: its first snapshot's locations, if it
+            # has any, lend theirs to the texts printed without (app/render/loc_transfer.py)
             facts = rows.get((snapshot.blob_id, FACTS))
             if facts is None:
                 text = _text(session, snapshot.blob)
                 facts = rows[(snapshot.blob_id, FACTS)] = _Row(snapshot.blob_id, FACTS, _mlir_facts(text), None, 0, 0)
                 added.append(facts)
             flags = facts.flags
-        context = _context(kind, flags, snapshot.blob, metadata, located)
-        if flags & _HAS_LOCS and located is None:
-            located = snapshot.blob
+        if snapshot.index == 0:
+            located = (snapshot.compilation_pk, snapshot.blob) if flags & _HAS_LOCS else None
+        donor = located[1] if located and located[0] == snapshot.compilation_pk and snapshot.index else None
+        context = _context(kind, flags, snapshot.blob, metadata, donor)
         if flags & _HAS_METADATA and snapshot.kind == "llvm":
             metadata = snapshot.blob
         row = rows.get((snapshot.blob_id, context))

@@ -112,21 +112,18 @@ def _loc_donor(
     session: Session, compilation: Compilation, snapshot: Snapshot, load_text: render.TextLoader
 ) -> tuple[str, render.TextLoader] | None:
     """For an MLIR snapshot of a per-pass folder printed without locations: the compilation's first
-    earlier MLIR snapshot that has them (its `*_0_with_loc.mlir`), whose ops lend theirs
-    (app/render/loc_transfer.py)."""
-    if snapshot.stage != "mlir" or not render.lacks_locations(load_text() or ""):
+    snapshot when it has them (its `*_0_with_loc.mlir`), whose ops lend theirs
+    (app/render/loc_transfer.py). The same rule as the map page's (app/insight/line_index.py)."""
+    if snapshot.stage != "mlir" or not snapshot.index or not render.lacks_locations(load_text() or ""):
         return None
-    earlier = session.scalars(
-        select(Snapshot.blob)
-        .join(Snapshot.banner)
-        .where(Snapshot.compilation_pk == compilation.pk, Banner.kind != "llvm", Snapshot.index < snapshot.index)
-        .order_by(Snapshot.index)
+    first = session.scalar(
+        select(Snapshot.blob).join(Snapshot.banner)
+        .where(Snapshot.compilation_pk == compilation.pk, Snapshot.index == 0, Banner.kind != "llvm")
     )
-    for digest in dict.fromkeys(earlier):
-        loader = text_loader(session, digest)
-        if render.has_locations(loader() or ""):
-            return digest, loader
-    return None
+    if first is None:
+        return None
+    loader = text_loader(session, first)
+    return (first, loader) if render.has_locations(loader() or "") else None
 
 
 def _debug_info(
