@@ -153,3 +153,23 @@ def test_snapshot_page_shows_borrowed_lines(tmp_path):
         assert located and {os.path.basename(loc["file"]) for loc in located} >= {"cute_add.py"}
         assert lines is None or len(page["locs"]) == len(lines)
         assert get_json(client, url + "/s/0")["kind"] == "mlir"
+
+
+def test_odd_folder_duplicates_and_markup_in_names_are_kept_and_escaped(tmp_path):
+    from tests.test_snapshot_pages import get_html, make_site
+
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    source = (CUTE_PASSES / "cute_add_0_with_loc.mlir").read_text()
+    (folder / "k<b>_0_with_loc.mlir").write_text(source)
+    (folder / "k<b>_001_Canonicalizer.mlir").write_text((CUTE_PASSES / "cute_add_001_CuteRemoveStaticArgs.mlir").read_text())
+    (folder / "k<b>_001_CSE.mlir").write_text((CUTE_PASSES / "cute_add_002_MaterializeTmaMulticast.mlir").read_text())
+    client, run = make_site(tmp_path, [folder])
+    with client:
+        (compilation,) = run["compilations"]
+        assert compilation["snapshots"]["mlir"] == 3 and compilation["kernel"] == "k<b>"
+        assert any("share a number" in w["message"] for w in run["warnings"])
+        html = get_html(client, compilation["url"])
+        assert "k<b>" not in html and "k&lt;b&gt;" in html
+        for index in range(3):
+            assert client.get(compilation["url"] + f"/s/{index}").status_code == 200
