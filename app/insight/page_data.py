@@ -70,7 +70,8 @@ def compilation_summary(compilation: Compilation, urls: Urls, artifact_kinds: li
         "status": compilation.status,
         "status_reason": compilation.status_reason,
         "failed_pass": compilation.failed_pass,
-        "snapshots": {kind: counts.get(kind, 0) for kind in ("mlir", "internal", "llvm")},
+        "snapshots": {kind: counts.get(kind, 0) for kind in ("mlir", "internal", "llvm", "tvmscript")
+                      if kind != "tvmscript" or kind in counts},
         "changed": compilation.changed,
         "artifacts": artifact_kinds,
         "num_warps": compilation.num_warps,
