@@ -140,8 +140,8 @@ def test_tilelang_dumps_every_pass_under_capture_without_asking(tmp_path):
     plain = capture("--dsl", "none", "--", TILELANG_PYTHON, str(program))
     assert plain.returncode == 2 and "nothing to store" in plain.stderr
     db_url = f"sqlite:///{tmp_path / 'tl.db'}"
-    done = subprocess.run([sys.executable, "-m", "app.cli", "capture", "--db", db_url, "--dsl", "tilelang", "--",
-                           TILELANG_PYTHON, str(program)], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+    done = subprocess.run([sys.executable, "-m", "app.cli", "capture", "--db", db_url, "--dsl", "tilelang", "--json",
+                           "--", TILELANG_PYTHON, str(program)], capture_output=True, text=True, stdin=subprocess.DEVNULL,
                           timeout=600, check=False, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stderr[-3000:]
     engine = create_engine(db_url)
@@ -151,3 +151,6 @@ def test_tilelang_dumps_every_pass_under_capture_without_asking(tmp_path):
     dumps = [path for path in paths if path.startswith("tilelang-dump-ir/")]
     assert dumps and dumps[0] == "tilelang-dump-ir/000/000_pass_fn.py"
     assert all(Path(path).parent.name == "000" for path in dumps)  # one compile, one folder
+    # read as TileLang's per-pass dumps (parsers/tilelang/): one compilation, a snapshot per file
+    (compilation,) = json.loads(done.stdout[done.stdout.index("\n{") + 1:])["compilations"]
+    assert compilation["kernel"] == "add_kernel" and compilation["snapshots"]["tvmscript"] == len(dumps)
