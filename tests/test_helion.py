@@ -5,6 +5,7 @@ each statement's `# src[...]` origin quotes the Helion file's own line, and in t
 
 from __future__ import annotations
 
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -187,6 +188,21 @@ def test_a_binary_only_cache_entry_says_why_it_has_no_passes(tmp_path):
         data = get_json(client, compilation["url"])
         assert data["binary_only"] and not data["snapshots"]
         assert "binary-only-note" in client.get(compilation["url"]).text
+
+
+def test_many_binary_only_entries_make_one_warning(tmp_path):
+    """An autotuner that keeps its candidates leaves one binary-only entry per config: one warning, counted."""
+    (entry,) = (FIXTURE / "binary_only_cpu" / "cache").iterdir()
+    for name in ("A" * 52, "B" * 52, "C" * 52):
+        shutil.copytree(entry, tmp_path / "cache" / name)
+    database = Database(fresh_db_url(tmp_path))
+    try:
+        run = ingest_paths(database, [str(tmp_path / "cache")])
+    finally:
+        database.dispose()
+    (warning,) = [w for w in run["warnings"] if "binary-only" in w["message"]]
+    assert warning["message"].startswith("3 binary-only cache entries (the first named): metadata and a binary")
+    assert len(run["compilations"]) == 3
 
 
 def test_a_complete_entry_is_not_binary_only(site):

@@ -19,11 +19,12 @@ STAGE_ORDER = ("source", "ttir", "glir", "ttgir", "llir", "ptx", "amdgcn", "sass
 
 # The stages Triton writes after its first IR (`.source`); TRITON_STORE_BINARY_ONLY=1 keeps none of them.
 _LATER_STAGES = frozenset(("ttir", "glir", "ttgir", "llir", "ptx", "amdgcn"))
-BINARY_ONLY_NOTE = (
-    "a binary-only cache entry: the kernel's metadata and binary (and its first IR, .source), no TTIR, TTGIR, "
+BINARY_ONLY_WHY = (
+    "metadata and a binary (and the first IR, .source), no TTIR, TTGIR, "
     "LLVM IR or PTX. Triton stores only these under TRITON_STORE_BINARY_ONLY=1, which Helion's autotuner sets "
     "while it benchmarks configs (their entries stay in the cache with HELION_KEEP_CACHE=1); run with "
     "TRITON_STORE_BINARY_ONLY=0 to keep every stage (`irlens capture` does)")
+BINARY_ONLY_NOTE = "a binary-only cache entry: " + BINARY_ONLY_WHY
 
 
 def is_binary_only(kinds: set[str]) -> bool:
