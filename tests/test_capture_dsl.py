@@ -76,6 +76,17 @@ def test_the_program_runs_with_the_chosen_switches(dsl):
         assert seen["CUTE_DSL_KEEP"] is None and seen["CUDA_TILE_LOGS"] is None
 
 
+def test_the_programs_own_sitecustomize_still_runs(tmp_path):
+    """Capture's start-up file (TileLang's hook) comes first on PYTHONPATH; the program's own
+    sitecustomize.py runs after it, as it would without capture."""
+    (tmp_path / "sitecustomize.py").write_text("import os\nos.environ['USER_SITE_RAN'] = 'yes'\n")
+    show = "import os, sys; print(os.environ.get('USER_SITE_RAN'), any(type(f).__name__ == '_IrlensTileLangDumps' for f in sys.meta_path))"
+    done = capture("--", sys.executable, "-c", show, PYTHONPATH=f"{REPO}{os.pathsep}{tmp_path}")
+    assert done.stdout.split()[:2] == ["yes", "True"], done.stdout + done.stderr[-2000:]
+    plain = capture("--dsl", "none", "--", sys.executable, "-c", show, PYTHONPATH=f"{REPO}{os.pathsep}{tmp_path}")
+    assert plain.stdout.split()[:2] == ["yes", "False"]
+
+
 def test_an_unknown_dsl_runs_nothing():
     done = capture("--dsl", "helion,pallas", "--", sys.executable, "-c", "print('ran')")
     assert done.returncode == 2 and "unknown DSL pallas" in done.stderr and "ran" not in done.stdout

@@ -121,9 +121,37 @@ def dsl_environment(env: dict[str, str], folder: Path, dsls: Iterable[str]) -> N
             env.setdefault("TILELANG_DISABLE_CACHE", "1")
 
 
+# Last in the start-up file: the program's own sitecustomize.py, if one is on its path, runs too
+# (Python imports only the first it finds, which is ours).
+CHAIN_BOOT = '''
+def _irlens_chain():
+    import os, sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    ours = sys.modules.pop("sitecustomize", None)
+    saved = sys.path[:]
+    sys.path[:] = [entry for entry in saved if os.path.abspath(entry or ".") != here]
+    try:
+        import sitecustomize  # noqa: F401  (the next one on the path)
+    except ModuleNotFoundError as error:
+        if error.name != "sitecustomize":
+            raise
+    except Exception as error:  # as Python's site module does for a failing sitecustomize
+        sys.stderr.write("Error in sitecustomize; set PYTHONVERBOSE for traceback:\\n%s: %s\\n"
+                         % (type(error).__name__, error))
+    finally:
+        sys.path[:] = saved
+        if ours is not None:
+            sys.modules["sitecustomize"] = ours
+
+
+_irlens_chain()
+'''
+
+
 def boot_code(dsls: Iterable[str]) -> str:
-    """What the program must run at start-up (in a `sitecustomize.py`) for the chosen DSLs."""
-    return TILELANG_BOOT if "tilelang" in dsls else ""
+    """What the program must run at start-up (in a `sitecustomize.py`) for the chosen DSLs, then the
+    program's own sitecustomize, if any."""
+    return TILELANG_BOOT + CHAIN_BOOT if "tilelang" in dsls else ""
 
 
 def boot_environment(env: dict[str, str], folder: Path, code: str) -> None:
