@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -39,6 +40,7 @@ class Recorder:
     def __init__(self, triton):
         self.triton = triton
         self.calls = []
+        self.raw = []  # the arguments as given (a pybind object such as 3.1's ClusterInfo stays one)
         self.patched = []
 
     def binding_modules(self):
@@ -72,6 +74,7 @@ class Recorder:
 
     def _wrap(self, binding, real):
         def record(pm, *args, **kwargs):
+            self.raw.append((args, kwargs))
             self.calls.append({"binding": binding, "args": [_plain(a) for a in args],
                                "kwargs": {k: _plain(v) for k, v in kwargs.items()}})
         return record
@@ -92,6 +95,12 @@ class _RecordingPassManager:
         return None  # the stage goes on with the stand-in module (AMD's make_ttgir runs two managers)
 
 
+def add_pass(triton, pm, call, raw):
+    """Adds a planned pass to `pm` through its binding, with the arguments the backend gave it."""
+    args, kwargs = raw
+    binding(triton, call["binding"])(pm, *args, **kwargs)
+
+
 def binding(triton, path):
     obj = triton._C.libtriton
     for part in path.split("."):
@@ -107,13 +116,66 @@ def make_context(triton, backend):
     return context
 
 
-def pipeline_text(triton, context, call):
+def pipeline_text(triton, context, call, raw):
     """The pipeline the binding builds (Triton >= 3.4 prints it), or None."""
     pm = triton._C.libtriton.ir.pass_manager(context)
     if not hasattr(pm, "get_pipeline_str"):
         return None
-    binding(triton, call["binding"])(pm, *call["args"], **call["kwargs"])
+    add_pass(triton, pm, call, raw)
     return pm.get_pipeline_str()
+
+
+_PROBE_MODULE = "module {\n  tt.func @probe() {\n    tt.return\n  }\n}\n"
+_BANNER = re.compile(r"IR Dump Before (.+?) \((\S+)\) \('([\w.]+)' operation")
+_MARK = "@@irlens-probe "
+
+
+def probe_banners(triton, backend, calls, raws, seconds=30.0):
+    """What each pass's banner says on a Triton that cannot print its pipeline (< 3.4): each binding
+    runs on a tiny module with MLIR_ENABLE_DUMP set, in a forked child (a pass given IR it does not
+    expect may abort), and the "IR Dump Before Name (arg) ('op' operation)" line it prints is read."""
+    found = {}
+    start = 0
+    while start < len(calls):
+        with tempfile.TemporaryFile() as out:
+            pid = os.fork()
+            if pid == 0:  # the child: never returns
+                try:
+                    os.dup2(out.fileno(), 2)
+                    os.environ["MLIR_ENABLE_DUMP"] = "1"
+                    os.environ.pop("MLIR_DUMP_PATH", None)
+                    ir = triton._C.libtriton.ir
+                    for index in range(start, len(calls)):
+                        os.write(2, f"\n{_MARK}{index}\n".encode())
+                        context = make_context(triton, backend)
+                        module = _parse(ir, _PROBE_MODULE, context)
+                        pm = ir.pass_manager(context)
+                        pm.enable_debug()
+                        add_pass(triton, pm, calls[index], raws[index])
+                        try:
+                            pm.run(module)
+                        except Exception:
+                            pass  # the banner printed before the pass ran
+                finally:
+                    os._exit(0)
+            deadline = time.monotonic() + seconds
+            while os.waitpid(pid, os.WNOHANG) == (0, 0):
+                if time.monotonic() > deadline:
+                    os.kill(pid, 9)
+                    os.waitpid(pid, 0)
+                    break
+                time.sleep(0.01)
+            out.seek(0)
+            text = out.read().decode("utf-8", "replace")
+        last = start - 1
+        for chunk in text.split(_MARK)[1:]:
+            head, _, body = chunk.partition("\n")
+            last = int(head)
+            match = _BANNER.search(body)
+            if match:
+                found[last] = {"pass_name": match.group(1), "pass_arg": match.group(2), "anchor": match.group(3)}
+        start = last + 1 if last >= start else start + 1  # past the pass that took the child down
+    return found
 
 
 class Worker:
@@ -123,6 +185,7 @@ class Worker:
         self.triton = triton
         self.backend = None
         self.plan_calls = []
+        self.plan_raw = []
         self.context = None
 
     def make_backend(self, target):
@@ -170,10 +233,13 @@ class Worker:
                         break
             finally:
                 ir.pass_manager = real_pm
-        self.plan_calls = recorder.calls
-        for call in self.plan_calls:
+        self.plan_calls, self.plan_raw = recorder.calls, recorder.raw
+        if not hasattr(real_pm(self.context), "get_pipeline_str"):
+            for index, banner in probe_banners(self.triton, backend, self.plan_calls, self.plan_raw).items():
+                self.plan_calls[index].update(banner)
+        for call, raw in zip(self.plan_calls, self.plan_raw):
             try:
-                call["pipeline"] = pipeline_text(self.triton, self.context, call)
+                call["pipeline"] = pipeline_text(self.triton, self.context, call, raw)
             except Exception as error:
                 call["pipeline"] = None
                 call["pipeline_error"] = str(error)
@@ -191,7 +257,7 @@ class Worker:
                     ir, "parse_mlir_module_from_text") else _parse(ir, request["module"], context)
                 parsed = time.perf_counter()
                 pm = ir.pass_manager(context)
-                binding(self.triton, call["binding"])(pm, *call["args"], **call["kwargs"])
+                add_pass(self.triton, pm, call, self.plan_raw[request["pass"]])
                 pm.run(module, "replay") if _run_takes_name(pm) else pm.run(module)
                 ran = time.perf_counter()
                 text = module.str()
