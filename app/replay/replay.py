@@ -1,5 +1,5 @@
-"""`replay_compilation`: every pass of a stored compilation re-run on its dump by a worker holding the
-capture's Triton, each result compared with the stored dump after the pass.
+"""`replay`: every pass of a compilation (a `Source`: stored, or read from a server's JSON) re-run on
+its dump by a worker holding the capture's Triton, each result compared with the dump after the pass.
 
 Statuses: `same` (the result equals the next dump up to what `compare` ignores), `differs` (it does
 not: the changed lines come with it), `not-replayable` (no binding adds the pass alone, or no dump
@@ -10,6 +10,8 @@ A failed compile's failing pass is `error` too, with whether the replay's error 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -25,12 +27,33 @@ SAME, DIFFERS, NOT_REPLAYABLE, ERROR = "same", "differs", "not-replayable", "err
 STATUSES = (SAME, DIFFERS, NOT_REPLAYABLE, ERROR)
 
 
-def stored_dumps(session: Session, compilation: Compilation) -> list[tuple[Dump, str]]:
-    """(Dump, blob hash) of each snapshot, in order."""
+@dataclass
+class Source:
+    """A compilation as replay reads it, from the database (`store_source`) or a server's JSON
+    (app/replay/remote.py)."""
+
+    compilation: str  # RUN-N
+    triton_version: str | None
+    target: str | None
+    metadata: dict | None
+    options: dict  # num_warps, num_stages, num_ctas as stored
+    status: str
+    logged_error: str | None  # a failed compile's first error, as the log shows it
+    dumps: list[Dump]
+    text: Callable[[int], str]  # a dump's text by index
+
+
+def store_source(session: Session, compilation: Compilation) -> Source:
     snapshots = session.scalars(select(Snapshot).where(Snapshot.compilation_pk == compilation.pk)
                                 .order_by(Snapshot.index)).all()
-    return [(Dump(s.index, s.kind, s.when, s.pass_name, s.pass_arg, s.pass_options, s.scope, s.failed), s.blob)
-            for s in snapshots]
+    hashes = {s.index: s.blob for s in snapshots}
+    dumps = [Dump(s.index, s.kind, s.when, s.pass_name, s.pass_arg, s.pass_options, s.scope, s.failed)
+             for s in snapshots]
+    return Source(compilation_id(compilation.run_id, compilation.ordinal), compilation.triton_version,
+                  compilation.target, compilation.metadata_json,
+                  {key: getattr(compilation, key) for key in ("num_warps", "num_stages", "num_ctas")},
+                  compilation.status, logged_error(session, compilation), dumps,
+                  lambda index: blob_reader.text(session, hashes[index]) or "")
 
 
 def language_of(dumps: list[Dump]) -> str:
@@ -39,14 +62,18 @@ def language_of(dumps: list[Dump]) -> str:
     return "gluon" if first is not None and first.pass_arg == "gluon-inline" else "triton"
 
 
-def plan_request(compilation: Compilation, dumps: list[Dump]) -> dict:
-    metadata = compilation.metadata_json or {}
+def capture_version(source: Source) -> str | None:
+    return source.triton_version or (source.metadata or {}).get("triton_version")
+
+
+def plan_request(source: Source) -> dict:
+    metadata = source.metadata or {}
     options = {key: value for key, value in metadata.items() if not isinstance(value, dict)}
-    for key in ("num_warps", "num_stages", "num_ctas"):
-        if getattr(compilation, key) is not None:
-            options.setdefault(key, getattr(compilation, key))
-    return {"op": "plan", "target": compilation.target or "", "options": options,
-            "warp_size": (metadata.get("target") or {}).get("warp_size"), "language": language_of(dumps)}
+    for key, value in source.options.items():
+        if value is not None:
+            options.setdefault(key, value)
+    return {"op": "plan", "target": source.target or "", "options": options,
+            "warp_size": (metadata.get("target") or {}).get("warp_size"), "language": language_of(source.dumps)}
 
 
 def logged_error(session: Session, compilation: Compilation) -> str | None:
@@ -70,60 +97,79 @@ def _entry(step: Step, plan: list[dict], texts: dict[int, str]) -> dict:
     }
 
 
-def replay_compilation(session: Session, compilation: Compilation, python: str, limits: Limits = Limits(),
-                       only: int | None = None, texts_override: dict[int, str] | None = None) -> dict:
-    """The replay report of one compilation (`only`: of the pass whose dump is /s/ONLY). `texts_override`
-    replaces stored dumps by index (a tampered dump, in tests and the bench)."""
-    listed = stored_dumps(session, compilation)
-    dumps = [dump for dump, _ in listed]
-    hashes = {dump.index: digest for dump, digest in listed}
-    report = {"compilation": compilation_id(compilation.run_id, compilation.ordinal),
-              "triton": {"capture": compilation.triton_version, "replayed_with": None, "python": python},
-              "ignored": [label for _, label in _IGNORED_NAMES], "passes": [], "summary": {},
+def best_interpreter(source: Source, pythons: list[str], limits: Limits = Limits()) -> tuple[str | None, str]:
+    """For a capture that names no Triton version: the interpreter whose backend's pass list pairs with
+    the most of its dumps (each tried: one process start and one dry run)."""
+    scores = []
+    for python in dict.fromkeys(pythons):
+        try:
+            with Worker(python, limits) as worker:
+                answer = worker.ask(plan_request(source))
+        except ReplayFailed:
+            continue
+        steps = plan_steps(source.dumps, answer.get("passes") or [])
+        scores.append((sum(step.call is not None for step in steps), worker.ready.get("triton"), python))
+    if not scores:
+        return None, "no interpreter could record a pass list"
+    matched, version, python = max(scores)
+    tried = ", ".join(f"{v}: {m}" for m, v, _ in scores)
+    return python, f"the capture names no Triton version; Triton {version}'s pass list pairs with most dumps ({tried})"
+
+
+def replay(source: Source, python: str, limits: Limits = Limits(), only: int | None = None) -> dict:
+    """The replay report of one compilation (`only`: of the pass whose dump is /s/ONLY)."""
+    report = {"compilation": source.compilation,
+              "triton": {"capture": capture_version(source), "replayed_with": None, "python": python},
+              "ignored": [label for _, label in _IGNORED_NAMES], "passes": [], "summary": _summary([]),
               "seconds": {}}
-    failed_at = logged_error(session, compilation)
     try:
         worker = Worker(python, limits)
         ready = worker.start()
     except ReplayFailed as error:
         report["error"] = str(error)
-        report["summary"] = _summary([])
         return report
     with worker:
         report["triton"]["replayed_with"] = ready.get("triton")
         report["seconds"]["process_start"] = worker.start_seconds
         report["seconds"]["import_triton"] = ready.get("import_seconds")
         started = time.perf_counter()
-        plan_answer = worker.ask(plan_request(compilation, dumps))
+        request = plan_request(source)
+        try:
+            plan_answer = worker.ask(request)
+        except ReplayFailed as error:
+            plan_answer = {"error": str(error)}
         report["seconds"]["plan"] = time.perf_counter() - started
         if "passes" not in plan_answer:
             report["error"] = f"the backend's pass list could not be recorded: {plan_answer.get('error')}"
-            report["summary"] = _summary([])
             return report
         plan = plan_answer["passes"]
-        steps = [s for s in plan_steps(dumps, plan) if only is None or s.dump.index == only]
+        steps = [s for s in plan_steps(source.dumps, plan) if only is None or s.dump.index == only]
         needed = {i for s in steps for i in (s.dump.index, s.after) if i is not None}
-        texts = {i: (texts_override or {}).get(i) or blob_reader.text(session, hashes[i]) for i in needed}
+        texts = {i: source.text(i) for i in sorted(needed)}
         replay_started = time.perf_counter()
         for step in steps:
             entry = _entry(step, plan, texts)
             report["passes"].append(entry)
             if entry["status"] is None:
-                _run(worker, step, entry, texts, failed_at, dumps)
+                _run(worker, request, step, entry, texts, source)
         report["seconds"]["passes"] = time.perf_counter() - replay_started
     report["summary"] = _summary(report["passes"])
     return report
 
 
-def _run(worker: Worker, step: Step, entry: dict, texts: dict[int, str], failed_at: str | None,
-         dumps: list[Dump]) -> None:
-    after_dump = next(d for d in dumps if d.index == step.after)
+def _run(worker: Worker, request: dict, step: Step, entry: dict, texts: dict[int, str], source: Source) -> None:
+    after_dump = next(d for d in source.dumps if d.index == step.after)
+    failed_at = source.logged_error
     try:
         answer = worker.ask({"op": "run", "pass": step.call, "module": texts[step.dump.index]})
     except ReplayFailed as error:
-        if worker.process is None or worker.process.poll() is not None:
-            worker.start()  # the next pass gets a fresh worker (its plan is asked again)
         entry.update(status=ERROR, reason=str(error))
+        try:  # the next pass gets a fresh worker, with the same plan
+            worker.close()
+            worker.start()
+            worker.ask(request)
+        except ReplayFailed:
+            pass
         return
     entry["seconds"] = answer.get("seconds")
     if answer.get("error") or answer.get("module") is None:

@@ -65,6 +65,7 @@ class Worker:
                                             stderr=self._stderr, env=env, close_fds=True, cwd=tempfile.gettempdir())
         except OSError as error:
             raise ReplayFailed(f"cannot start {self.python}: {error}") from error
+        self._buffer = b""
         self.ready = self._answer(self.limits.seconds)
         if not self.ready.get("ready"):
             raise ReplayFailed(self.ready.get("error") or "the worker did not start")
