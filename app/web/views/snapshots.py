@@ -12,6 +12,7 @@ from app.insight.page_data import snapshot_dict
 from app.store.models import Banner, Compilation, Snapshot
 from app.urls import snapshot_id
 from app.web.responder import SessionDep, UrlsDep, immutable_headers
+from app.web.views.replay import reproducer_links
 from app.web.views.ir_page import (
     ir_response,
     lines_fragment,
@@ -72,6 +73,8 @@ def snapshot_page(
         )
         data[f"{name}_url"] = None if row is None else data[name]["url"]
     data["snapshot_count"] = len(compilation.snapshots)
+    if snapshot.kind == "mlir":
+        data.update(reproducer_links(urls, run_id, ordinal_number, snapshot.index))
 
     def lines_url(start: int, count: int) -> str:
         return urls.snapshot_lines(run_id, ordinal_number, snapshot.index, start, count)
