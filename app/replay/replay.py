@@ -183,7 +183,9 @@ def _run(worker: Worker, request: dict, step: Step, entry: dict, texts: dict[int
         entry.update(status=DIFFERS, reason="the capture failed in this pass; the replay succeeded",
                      logged_error=failed_at, reproduced=False)
         return
+    started = time.perf_counter()
     result = compare(answer["module"], texts[step.after])
+    entry["seconds"] = {**(entry["seconds"] or {}), "compare": time.perf_counter() - started}
     entry["status"] = SAME if result.same else DIFFERS
     if result.same:
         entry["reason"] = ("identical text" if not result.ignored
