@@ -120,7 +120,8 @@ class Settings(BaseSettings):
         "the process is killed and the pass reported as an error.",
     )
     replay_memory_mb: int = Field(
-        4096, description="Address-space limit of a replay process, in MB (Triton's libraries map ~1.5 GB).",
+        4096, description="Address-space limit of a replay process, in MB: past it the pass ends in an error "
+        "instead of taking the host's memory (Triton 3.9 starts within 512).",
     )
 
     def limits(self) -> Limits:

@@ -28,6 +28,8 @@ from pathlib import Path
 from bench import inputs
 
 DEFAULT_CAPTURES = ("sm90_mix", "sm90_gluon", "gfx942_mix", "gfx1250_tdm", "gfx1250_fail", "old_3.1_sm90")
+_KINDS = (("ran inside", "nested in the pass before"), ("another function of", "another function of a pass"),
+          ("the compilation's last dump", "last dump"), ("no binding", "no binding"))
 RESULTS = Path(__file__).resolve().parent / "results" / "replay.json"
 
 
@@ -81,6 +83,7 @@ def replay_capture(archive: Path, pythons: str, workdir: Path) -> dict:
 def summarise(capture: dict) -> dict:
     totals = {"same": 0, "differs": 0, "not-replayable": 0, "error": 0, "passes": 0, "changed": 0, "changed_same": 0}
     pass_seconds, compare_seconds, starts, imports, plans, walls, differs = [], [], [], [], [], [], []
+    kinds: dict[str, int] = {}
     for report in capture["compilations"]:
         if "summary" not in report:
             continue
@@ -92,6 +95,9 @@ def summarise(capture: dict) -> dict:
         plans.append(seconds.get("plan") or 0)
         walls.append(report["wall_seconds"])
         for entry in report["passes"]:
+            if entry["status"] == "not-replayable":
+                kind = next((label for prefix, label in _KINDS if (entry["reason"] or "").startswith(prefix)), "other")
+                kinds[kind] = kinds.get(kind, 0) + 1
             if entry.get("seconds"):
                 times = dict(entry["seconds"])
                 compare_seconds.append(times.pop("compare", 0.0))
@@ -116,6 +122,7 @@ def summarise(capture: dict) -> dict:
             "compilation_median": round(ms * statistics.median(walls), 1) if walls else None,
         },
         "not_same": differs,
+        "not_replayable": kinds,
     }
 
 
@@ -154,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{row['not-replayable']:>8} {row['error']:>5} {row['changed']:>7} "
               f"{str(row['changed_same_percent']) + '%':>8} {ms['process_start_median']!s:>8} {ms['plan_median']!s:>7} "
               f"{ms['pass_median']!s:>7} {ms['compare_median']!s:>7} {ms['compilation_median']!s:>11}")
+        print(f"    not-replayable: {row['not_replayable']}")
         for entry in row["not_same"]:
             print(f"    {entry['compilation']} /s/{entry['index']} {entry['pass']}: {entry['status']}: {entry['reason']}")
         for skipped in row["skipped"]:
