@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from app.cli import main as cli_main
-from app.replay.plan import Dump, plan_steps, split_pipeline
+from app.replay.plan import Dump, pass_text, plan_steps, split_pipeline
 from app.replay.replay import replay, store_source
 from app.replay.reproducers import PassSpec, pipeline, reproducer_mlir
 from app.replay.runner import Limits, ReplayFailed, Worker, installed_triton, parse_pythons
@@ -28,6 +28,7 @@ from app.settings import Settings
 from app.store.db import Database
 from app.store.models import Compilation
 from app.web.app import create_app
+from parsers.logs.reproducer import find_reproducer
 from tests.conftest import FIXTURES, fresh_db_url, ingest_paths
 
 ADD_39 = FIXTURES / "sm90_add_kernel_dump.log.gz"  # Triton 3.9, cuda:90, 76 MLIR dumps
@@ -170,6 +171,36 @@ def test_a_failed_compiles_failing_pass_fails_again_with_the_logged_error(stored
     assert failing[0]["logged_error"] == "CLC operations require SM100+ (Blackwell)"
     assert failing[0]["reason"] == failing[0]["logged_error"] and failing[0]["reproduced"] is True
     assert report["summary"]["differs"] == 0
+
+
+def test_the_recorded_pass_list_is_the_pipeline_mlir_itself_logged_for_the_failing_stage(stored):
+    """MLIR printed its own reproducer when the stage failed (parsers/logs/reproducer.py reads it): the
+    passes the dry run recorded, as their bindings print them, are that pipeline's passes in order."""
+    python = python_with("3.9")
+    database, runs, _ = stored
+    lines = list(enumerate(gzip.decompress(FAILURES_39.read_bytes()).decode().splitlines(), 1))
+    inner = find_reproducer(lines).pipeline.removeprefix("builtin.module(").removesuffix(")")
+    logged = [pass_text(part.strip(), None) for part in _top_level(inner)]
+    with database.session() as session:
+        report = replay(store_source(session, _compilation(session, runs["failures"])), python)
+    recorded = [split_pipeline(e["pipeline"])[1] for e in report["passes"] if e["pipeline"]]
+    # the failing stage's passes up to the failing one: the end of the recorded list, the start of MLIR's
+    starts = [i for i in range(len(recorded)) if recorded[i:] == logged[: len(recorded) - i]]
+    assert starts and len(recorded) - starts[0] >= 10, (recorded, logged)
+    assert recorded[-1] == "convert-triton-gpu-to-llvm{compute-capability=90 ptx-version=94}" in logged
+
+
+def _top_level(text: str) -> list[str]:
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += char in "({"
+        depth -= char in ")}"
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    return [*parts, current]
 
 
 def test_the_web_panel_and_the_failure_reproducer(stored):
