@@ -161,7 +161,7 @@ def test_a_tampered_dump_comes_out_differs_with_the_altered_line(stored):
 
 def test_a_failed_compiles_failing_pass_fails_again_with_the_logged_error(stored):
     python = python_with("3.9")
-    database, runs, tmp = stored
+    database, runs, _ = stored
     with database.session() as session:
         compilation = _compilation(session, runs["failures"])
         assert compilation.status == "failed" and compilation.failed_pass == "ConvertTritonGPUToLLVM"
@@ -227,7 +227,7 @@ def test_the_web_panel_and_the_failure_reproducer(stored):
         fragment = client.get(f"{coalesce['url']}/replay", headers={"hx-request": "true"})
         assert 'data-status="same"' in fragment.text and "<html" not in fragment.text
     # the script, run by the capture's Triton, fails as the compile did
-    done = subprocess.run([python, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp)
+    done = subprocess.run([python, str(script)], check=False, capture_output=True, text=True, timeout=300, cwd=tmp)
     assert done.returncode != 0 and "CLC operations require SM100+ (Blackwell)" in done.stderr
 
 
@@ -239,7 +239,7 @@ def test_reproducer_py_reruns_the_pass_and_diffs_against_the_next_dump(stored):
         snapshot = next(s for s in detail["snapshots"] if s["pass"] == "TritonNvidiaGPUMMALoweringPass")
         (tmp / "repro.py").write_text(client.get(snapshot["url"] + "/reproducer.py").text)
         (tmp / "same.mlir").write_text(client.get(snapshot["raw_url"]).text)  # the pass leaves add_kernel as is
-    done = subprocess.run([python, "repro.py", "same.mlir"], capture_output=True, text=True, timeout=300, cwd=tmp)
+    done = subprocess.run([python, "repro.py", "same.mlir"], check=False, capture_output=True, text=True, timeout=300, cwd=tmp)
     assert done.returncode == 0 and "same text as the stored dump" in done.stdout, done.stderr[-2000:]
 
 
@@ -278,3 +278,7 @@ def test_hostile_ir_and_limits_end_in_errors_not_in_the_caller(stored):
     assert report["passes"][0]["status"] == "error"
     with pytest.raises(ReplayFailed):  # an address space too small to import Triton: the start fails, reported
         Worker(python, Limits(seconds=30, memory_mb=64)).start()
+    slow = Worker(python, Limits(seconds=0.05))  # past its time: killed, and said so
+    with pytest.raises(ReplayFailed, match="time limit"):
+        slow.start()
+    assert slow.process.poll() is not None

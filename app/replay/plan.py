@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 _SPACES = re.compile(r"\s+")
-_ANCHORED = re.compile(r"^([\w.]+)\((.*)\)$", re.S)
+_ANCHORED = re.compile(r"^([\w.]+)\((.*)\)$", re.DOTALL)
 MODULE = "builtin.module"
 
 

@@ -97,13 +97,13 @@ def _entry(step: Step, plan: list[dict], texts: dict[int, str]) -> dict:
     }
 
 
-def best_interpreter(source: Source, pythons: list[str], limits: Limits = Limits()) -> tuple[str | None, str]:
+def best_interpreter(source: Source, pythons: list[str], limits: Limits | None = None) -> tuple[str | None, str]:
     """For a capture that names no Triton version: the interpreter whose backend's pass list pairs with
     the most of its dumps (each tried: one process start and one dry run)."""
     scores = []
     for python in dict.fromkeys(pythons):
         try:
-            with Worker(python, limits) as worker:
+            with Worker(python, limits or Limits()) as worker:
                 answer = worker.ask(plan_request(source))
         except ReplayFailed:
             continue
@@ -111,19 +111,19 @@ def best_interpreter(source: Source, pythons: list[str], limits: Limits = Limits
         scores.append((sum(step.call is not None for step in steps), worker.ready.get("triton"), python))
     if not scores:
         return None, "no interpreter could record a pass list"
-    matched, version, python = max(scores)
+    _, version, python = max(scores)
     tried = ", ".join(f"{v}: {m}" for m, v, _ in scores)
     return python, f"the capture names no Triton version; Triton {version}'s pass list pairs with most dumps ({tried})"
 
 
-def replay(source: Source, python: str, limits: Limits = Limits(), only: int | None = None) -> dict:
+def replay(source: Source, python: str, limits: Limits | None = None, only: int | None = None) -> dict:
     """The replay report of one compilation (`only`: of the pass whose dump is /s/ONLY)."""
     report = {"compilation": source.compilation,
               "triton": {"capture": capture_version(source), "replayed_with": None, "python": python},
               "ignored": [label for _, label in _IGNORED_NAMES], "passes": [], "summary": _summary([]),
               "seconds": {}}
     try:
-        worker = Worker(python, limits)
+        worker = Worker(python, limits or Limits())
         ready = worker.start()
     except ReplayFailed as error:
         report["error"] = str(error)
@@ -189,7 +189,7 @@ def _run(worker: Worker, request: dict, step: Step, entry: dict, texts: dict[int
     entry["status"] = SAME if result.same else DIFFERS
     if result.same:
         entry["reason"] = ("identical text" if not result.ignored
-                           else "equal to /s/%d ignoring %s" % (step.after, ", ".join(result.ignored)))
+                           else f"equal to /s/{step.after} ignoring {', '.join(result.ignored)}")
     else:
         entry["reason"] = f"{result.stats.get('changes', 0)} changes against /s/{step.after} (- stored, + replay)"
         entry["diff"] = result.diff

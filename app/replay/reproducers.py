@@ -75,7 +75,7 @@ def reproducer_mlir(spec: PassSpec, module: str) -> str:
     ]
     if not spec.has_options:
         lines += [
-            f"// This Triton's banner printed the pass's argument only, not its options: the pipeline below",
+            "// This Triton's banner printed the pass's argument only, not its options: the pipeline below",
             f"// runs {spec.pass_arg or spec.pass_name} with its defaults. The compilation's metadata fixes: {_metadata_line(spec)}.",
             "// Add the options the pass takes from these in braces, e.g. pass{num-warps=8}.",
         ]

@@ -38,9 +38,9 @@ class Limits:
 class Worker:
     """One worker process. Use as a context manager; `ask` sends a request and waits for its answer."""
 
-    def __init__(self, python: str, limits: Limits = Limits()) -> None:
+    def __init__(self, python: str, limits: Limits | None = None) -> None:
         self.python = python
-        self.limits = limits
+        self.limits = limits or Limits()
         self.process: subprocess.Popen | None = None
         self.ready: dict = {}
         self.start_seconds = 0.0

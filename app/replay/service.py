@@ -15,7 +15,14 @@ from collections import OrderedDict
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.replay.replay import best_interpreter, capture_version, language_of, plan_request, replay, store_source
+from app.replay.replay import (
+    best_interpreter,
+    capture_version,
+    language_of,
+    plan_request,
+    replay,
+    store_source,
+)
 from app.replay.reproducers import PassSpec
 from app.replay.runner import Limits, ReplayFailed, Worker, choose_python, parse_pythons
 from app.settings import Settings

@@ -188,21 +188,18 @@ class Worker:
         self.plan_raw = []
         self.context = None
 
-    def make_backend(self, target):
+    def make_backend(self, target, warp_size=None):
         from triton.backends.compiler import GPUTarget
         from triton.compiler.compiler import make_backend
 
         backend_name, _, arch = target.partition(":")
         arch_value = int(arch) if arch.isdigit() else arch
-        warp = 32 if backend_name == "cuda" or not str(arch).startswith("gfx9") else 64
+        warp = warp_size or (64 if str(arch).startswith("gfx9") else 32)  # CDNA is wave64, RDNA and CUDA 32
         return make_backend(GPUTarget(backend_name, arch_value, warp))
 
     def plan(self, request):
-        backend = self.backend = self.make_backend(request["target"])
-        known = getattr(backend, "parse_options", None)
-        options_in = dict(request.get("options") or {})
-        fields = getattr(backend, "binary_ext", None)
-        options = _parse_options(backend, options_in)
+        backend = self.backend = self.make_backend(request["target"], request.get("warp_size"))
+        options = _parse_options(backend, dict(request.get("options") or {}))
         self.context = make_context(self.triton, backend)
         stages = {}
         language = request.get("language", "triton")
@@ -219,7 +216,7 @@ class Worker:
             try:
                 stub = _Anything(self.context)
                 for name, stage in stages.items():
-                    if name not in STAGES and name != "glir" and not (name == "ttgir"):
+                    if name not in STAGES:
                         continue
                     before = len(recorder.calls)
                     try:
@@ -258,7 +255,7 @@ class Worker:
                 parsed = time.perf_counter()
                 pm = ir.pass_manager(context)
                 add_pass(self.triton, pm, call, self.plan_raw[request["pass"]])
-                pm.run(module, "replay") if _run_takes_name(pm) else pm.run(module)
+                _run(pm, module)
                 ran = time.perf_counter()
                 text = module.str()
                 error = None
@@ -269,9 +266,15 @@ class Worker:
                 "seconds": {"parse": parsed - started, "run": ran - parsed, "print": time.perf_counter() - ran}}
 
 
-def _run_takes_name(pm):
-    doc = getattr(pm.run, "__doc__", "") or ""
-    return "arg1" in doc or "str" in doc.split("->")[0]
+def _run(pm, module):
+    """pm.run(module, name) (Triton 3.4+ names each run), else pm.run(module). pybind refuses the wrong
+    arity with a TypeError before anything runs."""
+    try:
+        pm.run(module, "replay")
+    except TypeError as error:
+        if "incompatible function arguments" not in str(error):
+            raise
+        pm.run(module)
 
 
 def _parse(ir, text, context):

@@ -12,7 +12,6 @@ from app.insight.page_data import snapshot_dict
 from app.store.models import Banner, Compilation, Snapshot
 from app.urls import snapshot_id
 from app.web.responder import SessionDep, UrlsDep, immutable_headers
-from app.web.views.replay import reproducer_links
 from app.web.views.ir_page import (
     ir_response,
     lines_fragment,
@@ -21,6 +20,7 @@ from app.web.views.ir_page import (
     open_ir,
     text_loader,
 )
+from app.web.views.replay import reproducer_links
 
 router = APIRouter()
 
