@@ -8,7 +8,8 @@ capture names none, the one whose pass list pairs with most dumps). Per capture 
 `same` / `differs` / `not-replayable` / `error`, how many changed the IR and how many of those came
 out `same`, and why each `differs` differs. Times: the worker's start (process start and `import
 triton`, measured apart), the dry run that records the backend's pass list, and each pass (parse, run,
-print, as the worker measures them; the comparison with the next dump apart). The baseline, measured in the same run:
+print, as the worker measures them; apart from them, the comparisons here: the result against the next
+dump, and whether the pass changed the IR at all). The baseline, measured in the same run:
 `PY -c "import triton"`, a bare process start with Triton imported. Results go to
 bench/results/replay.json.
 """
@@ -100,8 +101,9 @@ def summarise(capture: dict) -> dict:
                 kinds[kind] = kinds.get(kind, 0) + 1
             if entry.get("seconds"):
                 times = dict(entry["seconds"])
-                compare_seconds.append(times.pop("compare", 0.0))
-                pass_seconds.append(sum(times.values()))
+                compare_seconds.append(times.pop("compare", 0.0) + times.pop("changed", 0.0))
+                if times:
+                    pass_seconds.append(sum(times.values()))
             if entry["status"] in ("differs", "error"):
                 differs.append({"compilation": report["compilation"], "index": entry["index"], "pass": entry["pass"],
                                 "status": entry["status"], "reason": entry["reason"],

@@ -88,12 +88,14 @@ def logged_error(session: Session, compilation: Compilation) -> str | None:
 def _entry(step: Step, plan: list[dict], texts: dict[int, str]) -> dict:
     call = plan[step.call] if step.call is not None else {}
     before, after = texts.get(step.dump.index), texts.get(step.after) if step.after is not None else None
+    started = time.perf_counter()
+    changed = None if after is None or before is None else texts_differ(before, after)
     return {
         "index": step.dump.index, "after": step.after, "pass": step.dump.pass_name,
         "pipeline": call.get("pipeline") or None, "binding": call.get("binding"),
-        "args": call.get("args"), "changed": None if after is None or before is None else texts_differ(before, after),
+        "args": call.get("args"), "changed": changed,
         "status": NOT_REPLAYABLE if step.call is None or step.after is None else None,
-        "reason": step.reason, "diff": [],
+        "reason": step.reason, "diff": [], "seconds": {"changed": time.perf_counter() - started},
     }
 
 
@@ -171,7 +173,7 @@ def _run(worker: Worker, request: dict, step: Step, entry: dict, texts: dict[int
         except ReplayFailed:
             pass
         return
-    entry["seconds"] = answer.get("seconds")
+    entry["seconds"] = {**entry["seconds"], **(answer.get("seconds") or {})}
     if answer.get("error") or answer.get("module") is None:
         message = _first_error(answer.get("diagnostics") or "") or answer.get("error") or "no module came back"
         entry.update(status=ERROR, reason=message, diagnostics=(answer.get("diagnostics") or "")[-4000:])
