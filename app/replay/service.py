@@ -59,7 +59,12 @@ def interpreter(settings: Settings, compilation: Compilation, session: Session |
         return None, "the capture names no Triton version and no interpreter is configured (replay_pythons)"
     key = (compilation.pk, settings.replay_pythons)
     if key not in _guessed:
-        _remember(_guessed, key, best_interpreter(store_source(session, compilation), candidates, limits(settings)))
+        if not _running.acquire(blocking=False):  # trying each interpreter starts processes too
+            return None, f"{MAX_RUNNING} replays are running on this server: try again shortly"
+        try:
+            _remember(_guessed, key, best_interpreter(store_source(session, compilation), candidates, limits(settings)))
+        finally:
+            _running.release()
     return _guessed[key]
 
 
