@@ -21,6 +21,7 @@ from sqlalchemy import select
 
 from app.cli import main as cli_main
 from app.replay.plan import Dump, pass_text, plan_steps, split_pipeline
+from app.replay.remote import server_source
 from app.replay.replay import replay, store_source
 from app.replay.reproducers import PassSpec, pipeline, reproducer_mlir
 from app.replay.runner import Limits, ReplayFailed, Worker, installed_triton, parse_pythons
@@ -256,6 +257,18 @@ def test_the_cli_prints_the_json_report(stored, capsys):
     assert set(report["passes"][0]) >= {"index", "after", "pass", "pipeline", "changed", "status", "reason", "diff"}
     assert cli_main(["replay", "--db", database.url, "--python", python, f"/runs/{runs['add']}/c/1"]) == 0
     assert "total: " in capsys.readouterr().out
+
+
+def test_a_compilation_read_from_a_servers_json_replays_as_the_stored_one(stored):
+    """`irlens replay --server`: the compilation page's .json twin and the /raw texts are all it needs."""
+    python = python_with("3.9")
+    database, runs, tmp = stored
+    with TestClient(create_app(Settings(db_url=database.url, data_dir=tmp, load_demo=False))) as client:
+        served = replay(server_source(client, "", f"/runs/{runs['add']}/c/1"), python)
+    with database.session() as session:
+        local = replay(store_source(session, _compilation(session, runs["add"])), python)
+    assert served["summary"] == local["summary"] and served["compilation"] == local["compilation"]
+    assert [(p["index"], p["status"]) for p in served["passes"]] == [(p["index"], p["status"]) for p in local["passes"]]
 
 
 def test_triton_31_banners_pair_by_argument_and_replay(stored):
