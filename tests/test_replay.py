@@ -108,9 +108,9 @@ def test_a_failed_dump_is_what_the_failing_pass_is_compared_with():
 def test_reproducer_mlir_nests_the_pipeline_under_its_anchor_and_says_when_options_are_missing():
     spec = PassSpec("r-1", 3, "CanonicalizerPass", "canonicalize", "{max-iterations=10   top-down=true}",
                     "tt.func @kernel", "3.9.0", "cuda:90")
-    assert pipeline(spec) == "builtin.module(tt.func(canonicalize{max-iterations=10 top-down=true}))"
+    assert pipeline(spec) == "builtin.module(tt.func(canonicalize{max-iterations=10   top-down=true}))"
     text = reproducer_mlir(spec, "module {\n}\n")
-    assert 'pipeline: "builtin.module(tt.func(canonicalize{max-iterations=10 top-down=true}))"' in text
+    assert 'pipeline: "builtin.module(tt.func(canonicalize{max-iterations=10   top-down=true}))"' in text
     assert "disable_threading: true" in text and "verify_each: true" in text and text.rstrip().endswith("#-}")
     assert "argument only" not in text
     old = PassSpec("r-1", 9, "ConvertTritonToTritonGPU", "convert-triton-to-tritongpu", None, "builtin.module",
@@ -227,6 +227,14 @@ def test_the_web_panel_and_the_failure_reproducer(stored):
         assert "Re-run this pass" in diff.text
         fragment = client.get(f"{coalesce['url']}/replay", headers={"hx-request": "true"})
         assert 'data-status="same"' in fragment.text and "<html" not in fragment.text
+    # reproducer.mlir, resource block and all, parses with the wheel's own parser
+    (tmp / "reproducer.mlir").write_text(mlir.text)
+    parse = ("from triton._C.libtriton import ir; from triton.backends.compiler import GPUTarget;"
+             "from triton.compiler.compiler import make_backend; c = ir.context(); ir.load_dialects(c);"
+             "make_backend(GPUTarget('cuda', 90, 32)).load_dialects(c);"
+             "print(ir.parse_mlir_module('reproducer.mlir', c).get_entry_func_name())")
+    parsed = subprocess.run([python, "-c", parse], check=False, capture_output=True, text=True, timeout=300, cwd=tmp)
+    assert parsed.returncode == 0 and parsed.stdout.strip() == "work_stealing_kernel", parsed.stderr[-2000:]
     # the script, run by the capture's Triton, fails as the compile did
     done = subprocess.run([python, str(script)], check=False, capture_output=True, text=True, timeout=300, cwd=tmp)
     assert done.returncode != 0 and "CLC operations require SM100+ (Blackwell)" in done.stderr

@@ -55,8 +55,8 @@ def _new_banner(version: str | None) -> bool:
 
 
 def pipeline(spec: PassSpec) -> str:
-    """The pass's pipeline, nested under its anchor op."""
-    text = pass_text(spec.pass_arg or spec.pass_name, spec.pass_options)
+    """The pass's pipeline, nested under its anchor op, its options as the banner printed them."""
+    text = (spec.pass_arg or spec.pass_name) + (spec.pass_options or "")
     anchor = anchor_op(spec.scope)
     return f"{MODULE}({text})" if anchor == MODULE else f"{MODULE}({anchor}({text}))"
 
