@@ -30,7 +30,7 @@ from app.store.db import Database
 from app.store.models import Compilation
 from app.web.app import create_app
 from parsers.logs.reproducer import find_reproducer
-from tests.conftest import FIXTURES, fresh_db_url, ingest_paths
+from tests.conftest import FIXTURES, corpus_archive, fresh_db_url, ingest_paths
 
 ADD_39 = FIXTURES / "sm90_add_kernel_dump.log.gz"  # Triton 3.9, cuda:90, 76 MLIR dumps
 FAILURES_39 = FIXTURES / "triton39_failures_nvidia.log.gz"  # ConvertTritonGPUToLLVM fails (CLC on sm90)
@@ -277,6 +277,25 @@ def test_a_compilation_read_from_a_servers_json_replays_as_the_stored_one(stored
         local = replay(store_source(session, _compilation(session, runs["add"])), python)
     assert served["summary"] == local["summary"] and served["compilation"] == local["compilation"]
     assert [(p["index"], p["status"]) for p in served["passes"]] == [(p["index"], p["status"]) for p in local["passes"]]
+
+
+def test_sm90_mix_replays_without_its_cache_metadata(tmp_path):
+    """The corpus's sm90_mix (six kernels, 8 warps for most) with the cache metadata dropped, as for a
+    log uploaded alone: the backend's options come from the banners (`num-warps=8`), and every pass
+    that changed the IR replays to its logged result (bench.replay covers it with its metadata)."""
+    python = python_with("3.9")
+    database = Database(fresh_db_url(tmp_path))
+    run_id = ingest_paths(database, [corpus_archive("sm90_mix")])["run"]
+    with database.session() as session:
+        compilations = session.scalars(select(Compilation).where(Compilation.run_id == run_id)).all()
+        assert len(compilations) == 6
+        for compilation in compilations:
+            source = store_source(session, compilation)
+            source.metadata, source.options = None, {}
+            summary = replay(source, python)["summary"]
+            assert summary["error"] == 0 and summary["differs"] == 0, (compilation.kernel, summary)
+            assert summary["changed_same"] == summary["changed"] >= 10, (compilation.kernel, summary)
+    database.dispose()
 
 
 def test_triton_31_banners_pair_by_argument_and_replay(stored):

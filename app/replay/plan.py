@@ -48,6 +48,24 @@ class Step:
     inside: list[int] = field(default_factory=list)  # dumps printed inside this pass
 
 
+_OPTION = re.compile(r"([\w-]+)=([^\s{}]+)")
+
+
+def banner_options(dumps: list[Dump]) -> dict:
+    """What the banners' pass options say about the compile (Triton >= 3.4): `num-warps=8` as
+    {"num_warps": 8}, the first value of each name. A log without its cache still carries them; the
+    worker keeps those that name a field of the backend's options."""
+    found: dict = {}
+    for dump in dumps:
+        for key, value in _OPTION.findall(dump.pass_options or ""):
+            if "=" in value:  # a nested pipeline's own options (`default-pipeline=...`)
+                continue
+            name = key.replace("-", "_")
+            found.setdefault(name, True if value == "true" else False if value == "false"
+                             else int(value) if value.lstrip("-").isdigit() else value)
+    return found
+
+
 def pass_text(arg: str | None, options: str | None) -> str:
     """A pass's textual form, whitespace normalised: `canonicalize{a=1 b=2}`."""
     text = (arg or "") + (options or "")

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from app.render.cache import blob_reader
 from app.replay.compare import _IGNORED_NAMES, compare, texts_differ
-from app.replay.plan import Dump, Step, plan_steps
+from app.replay.plan import Dump, Step, banner_options, plan_steps
 from app.replay.runner import Limits, ReplayFailed, Worker
 from app.store.models import Compilation, Diagnostic, Snapshot
 from app.urls import compilation_id
@@ -67,13 +67,20 @@ def capture_version(source: Source) -> str | None:
 
 
 def plan_request(source: Source) -> dict:
+    """The backend's options: the cache metadata's, else the stored warps/stages/CTAs, else what the
+    banners' pass options say (a log without its cache)."""
     metadata = source.metadata or {}
     options = {key: value for key, value in metadata.items() if not isinstance(value, dict)}
     for key, value in source.options.items():
         if value is not None:
             options.setdefault(key, value)
-    return {"op": "plan", "target": source.target or "", "options": options,
-            "warp_size": (metadata.get("target") or {}).get("warp_size"), "language": language_of(source.dumps)}
+    from_banners = banner_options(source.dumps)
+    for key, value in from_banners.items():
+        options.setdefault(key, value)
+    target = source.target or from_banners.get("target") or ""
+    return {"op": "plan", "target": str(target), "options": options,
+            "warp_size": (metadata.get("target") or {}).get("warp_size") or from_banners.get("threads_per_warp"),
+            "language": language_of(source.dumps)}
 
 
 def logged_error(session: Session, compilation: Compilation) -> str | None:
