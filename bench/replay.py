@@ -28,7 +28,8 @@ from pathlib import Path
 
 from bench import inputs
 
-DEFAULT_CAPTURES = ("sm90_mix", "sm90_gluon", "gfx942_mix", "gfx1250_tdm", "gfx1250_fail", "old_3.1_sm90")
+DEFAULT_CAPTURES = ("sm90_mix", "sm90_gluon", "gfx942_mix", "gfx1250_tdm", "gfx1250_fail", "sm90_llvm", "sm90_filter",
+                    "sm90_dumppath", "old_3.1_sm90")
 _KINDS = (("ran inside", "nested in the pass before"), ("another function of", "another function of a pass"),
           ("the compilation's last dump", "last dump"), ("no binding", "no binding"))
 RESULTS = Path(__file__).resolve().parent / "results" / "replay.json"
@@ -62,7 +63,7 @@ def replay_capture(archive: Path, pythons: str, workdir: Path) -> dict:
             source = store_source(session, compilation)
             if not any(d.kind == "mlir" for d in source.dumps):
                 compilations.append({"compilation": source.compilation, "kernel": compilation.kernel,
-                                     "status": compilation.status, "skipped": "no MLIR dump (failed before any pass)",
+                                     "status": compilation.status, "skipped": "no MLIR dump (a cache-only compilation, or one that failed before any pass)",
                                      "logged_error": source.logged_error})
                 continue
             python, why = choose_python(capture_version(source), None, pythons)

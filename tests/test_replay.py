@@ -97,6 +97,15 @@ def test_banners_pair_with_the_backends_passes_and_nested_dumps_belong_to_the_pa
     assert split_pipeline("any(a,b)") is None  # a binding adding two passes is not one pass
 
 
+def test_passes_that_printed_no_dump_run_with_the_pass_before_them():
+    """MLIR_ENABLE_DUMP=kernel prints no dump for a function-anchored pass (the corpus's sm90_filter):
+    the backend still ran it, before the next dump."""
+    calls = [{"pipeline": "any(initialize-ws)"}, {"pipeline": "any(llvm.func(canonicalize-llvm-ir))"},
+             {"pipeline": "any(cse)"}, {"pipeline": "any(symbol-dce)"}]
+    steps = plan_steps([_dump(0, "initialize-ws"), _dump(1, "cse"), _dump(2, "symbol-dce")], calls)
+    assert [(s.call, s.after, s.undumped) for s in steps] == [(0, 1, [1]), (2, 2, []), (3, None, [])]
+
+
 def test_a_failed_dump_is_what_the_failing_pass_is_compared_with():
     calls = [{"pipeline": "any(cse)"}, {"pipeline": "any(convert-triton-gpu-to-llvm{x=1})"}]
     dumps = [_dump(0, "cse"), _dump(1, "convert-triton-gpu-to-llvm", options="{x=1}"),

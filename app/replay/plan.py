@@ -9,7 +9,8 @@ banners print the pass's argument only (`Inliner (inline)`), matched by that arg
 The two lists are aligned as sequences (longest common subsequence): a dump the backend added no pass
 for ran inside the pass before it (the inliner's canonicalize on each function, a lowering's nested
 `reconcile-unrealized-casts`), or per function of a function-anchored pass. A pass's result is the
-next dump of a pass the backend added: the dumps in between belong to it.
+next dump of a pass the backend added: the dumps in between belong to it, and so do the passes the
+backend added between the two that printed no dump (replayed with it).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class Step:
     after: int | None = None  # the dump it is compared with
     reason: str | None = None  # why it is not replayed on its own
     nested_in: int | None = None  # the dump of the pass it ran inside
+    undumped: list[int] = field(default_factory=list)  # planned passes after it that printed no dump
     inside: list[int] = field(default_factory=list)  # dumps printed inside this pass
 
 
@@ -158,6 +160,10 @@ def plan_steps(dumps: list[Dump], calls: list[dict]) -> list[Step]:
     for i, j in pairs:
         steps[i].call = j
     matched = [i for i, _ in pairs]
+    # Passes the backend added between two dumped ones printed no dump (a filtered MLIR_ENABLE_DUMP
+    # skips function-anchored passes): they ran before the next dump, so they run with the pass before.
+    for (i, j), (_, next_j) in zip(pairs, pairs[1:]):
+        steps[i].undumped = list(range(j + 1, next_j))
     failed = next((d for d in mlir if d.when == "after" and d.failed), None)
     for position, step in enumerate(steps):
         if step.call is not None:

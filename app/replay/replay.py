@@ -160,17 +160,25 @@ def replay(source: Source, python: str, limits: Limits | None = None, only: int 
             entry = _entry(step, plan, texts)
             report["passes"].append(entry)
             if entry["status"] is None:
-                _run(worker, request, step, entry, texts, source)
+                _run(worker, request, step, entry, texts, source, plan)
         report["seconds"]["passes"] = time.perf_counter() - replay_started
     report["summary"] = _summary(report["passes"])
     return report
 
 
-def _run(worker: Worker, request: dict, step: Step, entry: dict, texts: dict[int, str], source: Source) -> None:
+def _run(worker: Worker, request: dict, step: Step, entry: dict, texts: dict[int, str], source: Source,
+         plan: list[dict]) -> None:
     after_dump = next(d for d in source.dumps if d.index == step.after)
     failed_at = source.logged_error
+    passes = [step.call, *step.undumped]
+    if step.undumped:
+        entry["undumped"] = [plan[i].get("pipeline") or plan[i].get("pass_arg") or plan[i]["binding"] for i in step.undumped]
     try:
-        answer = worker.ask({"op": "run", "pass": step.call, "module": texts[step.dump.index]})
+        answer = worker.ask({"op": "run", "passes": passes, "module": texts[step.dump.index]})
+        if step.undumped and answer.get("module") is not None and not compare(answer["module"], texts[step.after]).same:
+            alone = worker.ask({"op": "run", "passes": [step.call], "module": texts[step.dump.index]})
+            if alone.get("module") is not None and compare(alone["module"], texts[step.after]).same:
+                answer, entry["undumped"] = alone, []  # they did not run in the capture's compile
     except ReplayFailed as error:
         entry.update(status=ERROR, reason=str(error))
         try:  # the next pass gets a fresh worker, with the same plan
@@ -202,6 +210,8 @@ def _run(worker: Worker, request: dict, step: Step, entry: dict, texts: dict[int
     else:
         entry["reason"] = f"{result.stats.get('changes', 0)} changes against /s/{step.after} (- stored, + replay)"
         entry["diff"] = result.diff
+    if entry.get("undumped"):
+        entry["reason"] += f"; run with the passes after it that printed no dump: {', '.join(entry['undumped'])}"
 
 
 def _first_error(diagnostics: str) -> str | None:

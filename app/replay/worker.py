@@ -6,7 +6,8 @@ One JSON request a line on stdin, one JSON answer a line on stdout:
 - {"op": "plan", "target": "cuda:90", "options": {...}, "language": "triton" | "gluon"}: the passes the
   backend's own stages add, in order, recorded on a recording pass manager: for each, the binding
   (`passes.ttgpuir.add_coalesce`), its arguments, and the pipeline text the binding builds.
-- {"op": "run", "pass": N, "module": TEXT}: parse TEXT, add plan pass N through its binding, run it;
+- {"op": "run", "passes": [N, ...], "module": TEXT}: parse TEXT, add plan passes N... through their
+  bindings (a pass, then those after it that printed no dump), run them;
   the module printed after it, or the error with MLIR's diagnostics as Triton printed them.
 """
 
@@ -244,7 +245,7 @@ class Worker:
                 "options": {k: _plain(v) for k, v in sorted(vars(options).items())} if hasattr(options, "__dict__") else {}}
 
     def run(self, request):
-        call = self.plan_calls[request["pass"]]
+        indexes = request.get("passes") or [request["pass"]]  # the pass, and any that printed no dump after it
         ir = self.triton._C.libtriton.ir
         context = make_context(self.triton, self.backend)
         started = time.perf_counter()
@@ -254,7 +255,8 @@ class Worker:
                     ir, "parse_mlir_module_from_text") else _parse(ir, request["module"], context)
                 parsed = time.perf_counter()
                 pm = ir.pass_manager(context)
-                add_pass(self.triton, pm, call, self.plan_raw[request["pass"]])
+                for index in indexes:
+                    add_pass(self.triton, pm, self.plan_calls[index], self.plan_raw[index])
                 _run(pm, module)
                 ran = time.perf_counter()
                 text = module.str()
