@@ -132,6 +132,8 @@ def find_pass(pm_class, want):
         ir.pass_manager = pm_class
         for module, name, value in patched:
             setattr(module, name, value)
+    if not hasattr(pm_class(CONTEXT), "get_pipeline_str"):
+        sys.exit("this triton cannot print pass pipelines (< 3.4): irlens replay --python PY finds the binding")
     for function, args, kwargs in calls:
         pm = pm_class(CONTEXT)
         function(pm, *args, **kwargs)
