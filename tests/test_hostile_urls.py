@@ -193,6 +193,10 @@ def test_no_route_answers_5xx_to_hostile_values(walker):
         "/diff/{run}-1-99999999999999999999999..{run}-1-0",
         "/diff/{run}-1-0..{run}-99999999999999999999999-1.json",
         "/runs/{run}/c/\u00b2",
+        "/runs/{run}/c/1/s/99999999999999999999999/reproducer.mlir",
+        "/runs/{run}/c/1/s/9223372036854775808/reproducer.py",
+        "/runs/{run}/c/99999999999999999999999/s/1/replay",
+        "/runs/{run}/c/1/s/2147483648/replay.json",
     ],
 )
 def test_out_of_range_numbers_are_404(walker, url):

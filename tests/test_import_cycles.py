@@ -93,7 +93,7 @@ LAYERS = (
     ("app.layouts", "app.highlight", "app.diff", "app.urls", "app.helper_process"),
     ("app.store",),
     ("app.settings", "app.render"),
-    ("app.insight",),
+    ("app.insight", "app.replay"),
     ("app.ingest",),
     ("app.web",),
     ("app.cli",),
