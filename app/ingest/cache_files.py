@@ -123,6 +123,7 @@ class CacheFiles:
         problem = self.state.problem
         seen: dict[frozenset, str] = {}
         made = {id(artifact) for artifact in self.made_sass}
+        binary_only: list[str] = []  # one warning for all: an autotuner can leave thousands
         for folder in self.folders.values():
             if folder.origin == "trace" or dsl_keep_group(folder) in claimed:
                 continue  # a traced compilation holds texts only; a DSL's artifacts join their IR
@@ -141,6 +142,8 @@ class CacheFiles:
                     if id(artifact) not in made:
                         problem("warning", "a kernel binary without the IR or metadata of its cache folder: "
                                 f"kept {kept}", path=artifact["path"])
+            elif cache.is_binary_only(kinds):
+                binary_only.append(folder.path)
             elif "json" in kinds:
                 # Every complete cache entry holds its TTGIR, LLVM IR and binary beside the metadata.
                 missing = [name for name, found in (
@@ -153,3 +156,7 @@ class CacheFiles:
             elif kinds and not kinds & {"ttir", "ttgir", "glir", "source", "grp"}:
                 problem("warning", "stage files without the IR or metadata of their cache folder: kept, "
                         "but nothing ties them to a log's compilation", path=folder.path or None)
+        if binary_only:
+            count = len(binary_only)
+            what = "A binary-only cache entry" if count == 1 else f"{count} binary-only cache entries (the first named)"
+            problem("warning", f"{what}: {cache.BINARY_ONLY_WHY}", path=binary_only[0] or None)

@@ -34,6 +34,7 @@ from app.insight.op_term_scan import TermScanner
 from app.store.blobs import BlobWriter
 from app.store.models import Run
 from parsers import registry
+from parsers.helion.generated import helion_note
 from parsers.inputs.sources import InputFile, InputLimitExceeded, Limits, SourceWalker
 from parsers.tilelang.names import dump_file as tilelang_dump_file
 
@@ -41,8 +42,8 @@ __all__ = ["Ingest", "IngestError", "new_run_id"]
 
 HEAD_BYTES = 8192
 Progress = Callable[[str, int], None]
-_KEPT_ROLES = {"log", "tritonparse", "source", "cache-group", "cache-stage", "cache-binary", "cache-metadata", "profile",
-               "autotune", "pass-file", "cutile-log", "tileir-bytecode", "tilelang-pass"}
+_KEPT_ROLES = {"log", "tritonparse", "source", "helion-code", "cache-group", "cache-stage", "cache-binary",
+               "cache-metadata", "profile", "autotune", "pass-file", "cutile-log", "tileir-bytecode", "tilelang-pass"}
 MAX_REASONS = 10  # files named in the error for an upload with nothing to ingest
 
 
@@ -170,10 +171,13 @@ class Ingest:
                 info = place(input_file.path, head)
                 assert info is not None  # the registry matched it so
                 record["size"], record["note"] = self.pass_files.read(input_file.path, info, stream)
-            elif role == "source":
+            elif role in ("source", "helion-code"):
                 data = read_small(stream, input_file.path)
                 record["size"] = len(data)
-                state.add_source(input_file.path, data, data.decode("utf-8", "replace"))
+                text = data.decode("utf-8", "replace")
+                state.add_source(input_file.path, data, text)
+                if role == "helion-code":
+                    record["note"] = helion_note(text)
             elif role == "binary":
                 size, digest = drain(stream)
                 record.update(size=size, note=f"binary data, not a log or a Triton file (sha256 {digest[:12]})")

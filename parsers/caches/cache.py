@@ -17,6 +17,22 @@ BINARIES = (".cubin", ".hsaco")
 STAGE_ORDER = ("source", "ttir", "glir", "ttgir", "llir", "ptx", "amdgcn", "sass", "json")
 
 
+# The stages Triton writes after its first IR (`.source`); TRITON_STORE_BINARY_ONLY=1 keeps none of them.
+_LATER_STAGES = frozenset(("ttir", "glir", "ttgir", "llir", "ptx", "amdgcn"))
+BINARY_ONLY_WHY = (
+    "metadata and a binary (and the first IR, .source), no TTIR, TTGIR, "
+    "LLVM IR or PTX. Triton stores only these under TRITON_STORE_BINARY_ONLY=1, which Helion's autotuner sets "
+    "while it benchmarks configs (their entries stay in the cache with HELION_KEEP_CACHE=1); run with "
+    "TRITON_STORE_BINARY_ONLY=0 to keep every stage (`irlens capture` does)")
+BINARY_ONLY_NOTE = "a binary-only cache entry: " + BINARY_ONLY_WHY
+
+
+def is_binary_only(kinds: set[str]) -> bool:
+    """Whether a cache entry's file kinds are those TRITON_STORE_BINARY_ONLY=1 leaves: metadata and a
+    binary, none of the stages after the first IR."""
+    return "json" in kinds and bool(kinds & {"cubin", "hsaco"}) and not kinds & _LATER_STAGES
+
+
 def stage_of(path: str) -> str | None:
     """"ttgir" for ".../add_kernel.ttgir"; None for files that are not kernel stages."""
     for suffix in TEXT_STAGES:
