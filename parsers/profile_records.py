@@ -9,10 +9,14 @@ to the profile's own total.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["Kernel", "Profile", "ProfileError", "SassRow", "add_into", "cache_hash", "line_kind", "metric_info"]
+from parsers.json_numbers import usable
+
+__all__ = ["Kernel", "Profile", "ProfileError", "SassRow", "add_into", "cache_hash", "leave_out_unusable", "line_kind",
+           "metric_info"]
 
 # A Triton cache folder: 52 base32 characters, or 64 hex digits in older Triton.
 _CACHE_HASH = re.compile(r"/([A-Z2-7]{52}|[0-9a-f]{64})/[^/]+$")
@@ -101,6 +105,33 @@ class Profile:
     metrics: list[dict[str, str]]  # {name, unit, description} of every metric some kernel holds
     devices: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+
+COUNT_LIMIT = 2**31 - 1  # profile_kernels.count is a 32-bit integer column
+
+
+def _usable_only(amounts: dict, dropped: list[str]) -> None:
+    for name in [name for name, value in amounts.items() if not usable(value)]:
+        dropped.append(f"{name}={amounts.pop(name)!r}")
+
+
+def leave_out_unusable(profile: Profile) -> None:
+    """Every number a parser kept is one JSON and the columns hold: a NaN, an infinity (a sum that
+    overflowed) or a count beyond 32 bits is left out, and a note says so, once per profile."""
+    dropped: list[str] = []
+    for kernel in profile.kernels:
+        for amounts in (kernel.totals, kernel.unattributed, kernel.launch, *kernel.lines.values(),
+                        *kernel.regions.values(), *(row.metrics for row in kernel.sass)):
+            _usable_only(amounts, dropped)
+        if kernel.count is not None and not (usable(kernel.count) and 0 <= kernel.count <= COUNT_LIMIT):
+            dropped.append(f"count={kernel.count!r}")
+            kernel.count = None
+        if kernel.time_ns is not None and not (usable(kernel.time_ns) and math.isfinite(float(kernel.time_ns))):
+            dropped.append(f"time={kernel.time_ns!r}")
+            kernel.time_ns = None
+    if dropped:
+        shown = ", ".join(sorted(set(dropped))[:4]) + ("…" if len(set(dropped)) > 4 else "")
+        profile.notes.append(f"{len(dropped)} value{'s' if len(dropped) != 1 else ''} no column holds ({shown}) left out")
 
 
 _STALL_REASONS = {

@@ -229,7 +229,7 @@ def test_empty_file_cubin_and_binary_named_log_get_messages_and_the_log_is_kept(
     run = ingest_paths(db, paths)
     assert [(c["kernel"], snapshots(c)) for c in run["compilations"] if c["origin"] == "log"] == [("add_kernel", 78)]
     assert set(warnings(run)) >= {
-        ("kernel.cubin", "a kernel binary without the IR or metadata of its cache folder: kept by size and hash only"),
+        ("kernel.cubin", "not a kernel binary that could be read: kept as an input only, no compilation"),
         ("stderr.log", "not a text log or a Triton file: binary data"),
         ("empty.log", "empty file"),
     }
@@ -322,6 +322,6 @@ def test_nothing_raises_on_a_mixed_bad_upload_as_one_archive(db, tmp_path):
         ("bad.tar.gz/run/dump.log", "the log ends inside this dump"),
         ("bad.tar.gz/run/empty.log", "empty file"),
         ("bad.tar.gz/run/kernel.cubin",
-         "a kernel binary without the IR or metadata of its cache folder: kept by size and hash only"),
+         "not a kernel binary that could be read: kept as an input only, no compilation"),
     }
     assert any(m.startswith("kernel metadata JSON is cut short") for _, m in warnings(run))
