@@ -133,7 +133,7 @@ def parse_source_csv(data: bytes) -> Profile:
                     current.add(row[0], row[1], None, None, _metrics(header, row, 2, dropped))
                 continue
             if first:
-                line = int(first) if first.isdigit() and len(first) < 10 else None
+                line = int(first) if first.isascii() and first.isdigit() and len(first) < 10 else None
                 continue
             address = row[2] if len(row) > 2 else ""
             if address in ("...", "-", ""):
@@ -172,7 +172,7 @@ def parse_raw_csv(data: bytes) -> list[dict]:
     header, units = rows[0], rows[1]
     out = []
     for row in rows[2:]:
-        if not row or not row[0].isdigit() or len(row[0]) > 18:
+        if not row or not (row[0].isascii() and row[0].isdigit()) or len(row[0]) > 18:
             continue
         facts: dict = {"id": int(row[0]), "name": row[header.index("Kernel Name")] if "Kernel Name" in header else ""}
         for column, key in _RAW_FIELDS.items():

@@ -143,7 +143,7 @@ def _scratch(src: LinearLayout, dst: LinearLayout, bits: int, target: str) -> in
         if cross_cta:  # Triton 3.9's AMD lowering fails on these (no compiled fixture to size them by)
             return None
         size = ldst_scratch_bytes(src, dst, bits)
-    elif backend != "cuda" or not arch.isdigit():
+    elif backend != "cuda" or not (arch.isascii() and arch.isdigit() and len(arch) <= 4):
         return None
     else:
         size = tiled_scratch_bytes(src, dst, bits, ldmatrix=int(arch) >= 75 and not cross_cta,
