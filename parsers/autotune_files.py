@@ -204,7 +204,7 @@ def read_triton_autotune(path: str, text: str) -> dict[str, Any]:
         raw, timings = item
         measured = [float(t) for t in timings] if isinstance(timings, list) else [float(timings)]
         name = f"config {number}"
-        finite = bool(measured) and math.isfinite(measured[0])
+        finite = bool(measured) and all(math.isfinite(t) for t in measured)  # a failed config times [inf, inf, inf]
         choices.append({"name": name, "time_ms": measured[0] if finite else None, "percent": None,
                         "config": _triton_config(raw), "status": "ok" if finite else "failed",
                         "error": None if finite else "no time measured (inf): it failed to compile or run",

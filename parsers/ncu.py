@@ -49,6 +49,14 @@ def is_raw_csv(path: str, head: bytes) -> bool:
     return path.endswith(".csv") and start.startswith(b'"ID","Process ID","Process Name"') and b'"Section Name"' not in start[:600]
 
 
+def _rows(text: str):
+    """The CSV's rows; a file the csv module cannot split (a NUL, a stray CR) is refused as a whole."""
+    try:
+        yield from csv.reader(io.StringIO(text, newline=""))
+    except csv.Error as error:
+        raise ProfileError(f"not a CSV export ({error})") from None
+
+
 def _number(cell: str, dropped: list[str] | None = None) -> float | None:
     """The cell's number; None for text, and for 1e400 or beyond 64 bits (listed in `dropped`)."""
     cell = cell.strip()
@@ -109,7 +117,7 @@ def parse_source_csv(data: bytes) -> Profile:
     function: str | None = None
     line: int | None = None
     dropped: list[str] = []
-    for row in csv.reader(io.StringIO(text)):
+    for row in _rows(text):
         if not row:
             continue
         first = row[0]
@@ -166,7 +174,7 @@ _BYTE_UNITS = {"byte": 1, "Kbyte": 1000, "Mbyte": 1e6, "KB": 1000, "MB": 1e6}
 def parse_raw_csv(data: bytes) -> list[dict]:
     """One dict per kernel of a `--page raw --csv` export: id, name, and the launch facts read
     (block_size, registers, shared_dynamic in bytes, time_ns)."""
-    rows = list(csv.reader(io.StringIO(data.decode("utf-8-sig", "replace"))))
+    rows = list(_rows(data.decode("utf-8-sig", "replace")))
     if len(rows) < 2 or rows[0][:1] != ["ID"]:
         raise ProfileError("not an ncu raw-page export")
     header, units = rows[0], rows[1]

@@ -12,6 +12,7 @@ over the size cap) is named in a warning and kept as an input record; the rest o
 
 from __future__ import annotations
 
+import csv
 import os
 import posixpath
 import tempfile
@@ -55,7 +56,8 @@ class ProfileCollector:
                 profile = proton.parse_hatchet(data)
         except ProfileError as error:
             return len(data), self._refuse(path, str(error))
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError) as error:
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError,
+                csv.Error) as error:
             # a hostile file the parser did not foresee: this file is refused, never the upload
             return len(data), self._refuse(path, f"could not be read ({type(error).__name__}: {str(error)[:200]})")
         return len(data), self._keep(path, profile)
