@@ -99,3 +99,19 @@ def test_register_bound_is_per_sub_partition():
     # sub-partition (16 a SM), not 65,536 / 3,328 = 19 (ncu: Block Limit Registers 16)
     assert nvidia_occupancy(90, 104, 8192, 1)["bounds"]["registers"] == 16
     assert nvidia_occupancy(90, 40, 0, 1)["bounds"]["registers"] == 48
+
+
+def test_compare_names_each_sides_own_limiter(site):
+    """Compare's "why they differ" says what each compilation's own page says limits it."""
+    client, run, hashes = site
+    by_case = {}
+    by_folder = {c["cache"].rsplit("/", 1)[-1]: c for c in run["compilations"]}
+    for name, digest in _cases():
+        by_case[name] = by_folder[hashes[digest]]
+    for left, right in (("mm_128x128x64_w8_s4", "mm_64x256x32_w4_s2"), ("poly_w32", "poly_w1")):
+        a, b = by_case[left], by_case[right]
+        limiters = [client.get(c["url"] + ".json").json()["resources"]["limiter"] for c in (a, b)]
+        why = client.get(f"/compare/{run['run']}-{a['id']}..{run['run']}-{b['id']}.json").json()["why"]
+        sentence = f"A: {limiters[0]['why']} → {limiters[0]['result']}; B: {limiters[1]['why']} → {limiters[1]['result']}"
+        assert sentence in why["sentences"], why["sentences"]
+    assert limiters[0]["by"] == ["registers", "warps"] and limiters[1]["by"] == ["blocks"]
