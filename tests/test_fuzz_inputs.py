@@ -121,3 +121,43 @@ def test_random_bytes_beside_a_capture_lose_nothing_else(name, data):
             database.dispose()
     assert [c["kernel"] for c in run["compilations"] if c["origin"] == "log"] == ["add_kernel"]
     json.loads(json.dumps(run), parse_constant=lambda name: (_ for _ in ()).throw(ValueError(name)))
+
+
+HOSTILE_FILES = {
+    "inf.hatchet": _hatchet("1e400", "5", ["3"]),
+    "nan.hatchet": _hatchet("3", "NaN", ["-Infinity"]),
+    "big.hatchet": _hatchet("1" + "0" * 30, "7", ["2"]),
+    "random.hatchet": bytes(range(256)) * 3,
+    "report.ncu-rep": bytes(range(255, -1, -1)) * 16,
+    "kernel.cubin": bytes(range(256)) * 4,
+    "random.json": bytes(range(256)) * 2,
+    "stray.json": b'{"name": "not triton", "values": [1, 2]}',
+    "matmul_kernel.autotune.json": b'{"key": [1], "configs_timings": [[{"kwargs": {"B": 1}}, [NaN, 1e400]]]}',
+    "ncu_nan.csv": b'"Kernel Name","k",\n"Address","Source","# Samples"\n"0x7f00","NOP","1e400"\n',
+}
+
+
+def test_irlens_ingest_of_hostile_files_prints_warnings_not_a_traceback(tmp_path):
+    """The command line, as a user runs it: exit 0, no traceback, each bad file named."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    root = tmp_path / "upload"
+    root.mkdir()
+    (root / "dump.log").write_bytes(gzip.decompress((FIXTURES / "sm90_add_kernel_dump.log.gz").read_bytes()))
+    for name, data in HOSTILE_FILES.items():
+        (root / name).write_bytes(data)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "IRLENS_DATA_DIR": str(tmp_path / "data")}
+    done = subprocess.run([sys.executable, "-m", "app.cli", "ingest", str(root)], capture_output=True, text=True,
+                          env=env, cwd=REPO, stdin=subprocess.DEVNULL, check=False, timeout=300)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0 and "Traceback" not in output, output
+    assert "add_kernel" in output
+    warned = [line for line in output.splitlines() if line.startswith("warning:")]
+    for name in HOSTILE_FILES:
+        if name == "matmul_kernel.autotune.json":
+            continue  # read whole: its config is failed (no finite time), which is no damage
+        assert any(line.endswith(f"upload/{name}") for line in warned), (name, warned)
