@@ -21,9 +21,11 @@ from hypothesis import strategies as st
 
 from app.store.db import Database
 from app.store.json_values import dumps
-from parsers import cache, json_numbers, ncu, proton
-from parsers.autotune_files import read_triton_autotune
-from parsers.profile_records import ProfileError, leave_out_unusable
+from parsers.caches import cache
+from parsers import json_numbers
+from parsers.profiles import ncu, proton
+from parsers.autotuning.autotune_files import read_triton_autotune
+from parsers.profiles.profile_records import ProfileError, leave_out_unusable
 from tests import test_fuzz_logs  # noqa: F401 (registers and loads the hypothesis profiles)
 from tests.conftest import FIXTURES, ingest_paths
 

@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 from app.settings import Settings
 from app.store.db import Database
 from app.web.app import create_app
-from parsers import ncu_rep
-from parsers.profile_records import display_twins
+from parsers.profiles import ncu_rep
+from parsers.profiles.profile_records import display_twins
 from tests.conftest import FIXTURES, fresh_db_url, ingest_paths
 
 NCU = FIXTURES / "gpu_runs" / "ncu.tar.xz"
