@@ -346,9 +346,9 @@ def test_what_is_no_triton_cache_entry_makes_no_compilation(db, tmp_path, add_ca
     messages = warnings(run)
     assert (f"cache/{ADD_CACHE}/settings.json",
             "a .json file that is not Triton kernel metadata (no hash, target, or name with num_warps)") in messages
-    assert ("cache/notes/config.json", "a .json file that is no kernel metadata, autotune file, profile or trace "
-            "irlens reads: kept as a text log") in messages
-    assert ("cuobjdump", "not a Triton cache entry (no kernel metadata, no IR): its files are kept as inputs, "
-            "unless a log's compilation claims them by name") in messages
+    assert ("cache/notes/config.json", ("a .json file that is no kernel metadata, autotune file, profile or trace "
+                                        "irlens reads: kept as a text log")) in messages
+    assert ("cuobjdump", ("not a Triton cache entry (no kernel metadata, no IR): its files are kept as inputs, "
+                          "unless a log's compilation claims them by name")) in messages
     assert ("cache/junk/kernel.cubin", "not a kernel binary that could be read: kept as an input only, no compilation") \
         in messages

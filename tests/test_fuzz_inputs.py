@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 
 from app.store.db import Database
 from app.store.json_values import dumps
-from parsers.caches import cache
 from parsers import json_numbers
-from parsers.profiles import ncu, proton
 from parsers.autotuning.autotune_files import read_triton_autotune
+from parsers.caches import cache
+from parsers.profiles import ncu, proton
 from parsers.profiles.profile_records import ProfileError, leave_out_unusable
 from tests import test_fuzz_logs  # noqa: F401 (registers and loads the hypothesis profiles)
 from tests.conftest import FIXTURES, ingest_paths
@@ -37,11 +37,12 @@ RANDOM_BYTES = st.binary(min_size=0, max_size=600)
 
 
 def _hatchet(count: str, time: str, samples: list[str]) -> bytes:
-    lines = ",".join('{"frame": {"name": "/k.py:%d@k", "type": "function"}, "metrics": {"num_samples": %s}, '
-                     '"children": []}' % (number + 1, value) for number, value in enumerate(samples))
+    """A Proton tree with these numbers written as they are (json.dumps would refuse or change them)."""
+    lines = ",".join(f'{{"frame": {{"name": "/k.py:{number + 1}@k", "type": "function"}}, '
+                     f'"metrics": {{"num_samples": {value}}}, "children": []}}' for number, value in enumerate(samples))
     return ('[{"frame": {"name": "ROOT", "type": "function"}, "metrics": {}, "children": [{"frame": {"name": '
-            '"k", "type": "function"}, "metrics": {"count": %s, "time (ns)": %s}, "children": [%s]}]}, {}]'
-            % (count, time, lines)).encode()
+            f'"k", "type": "function"}}, "metrics": {{"count": {count}, "time (ns)": {time}}}, "children": [{lines}]}}]}}, {{}}]'
+            ).encode()
 
 
 def _all_numbers(value) -> list:
@@ -74,14 +75,14 @@ def test_hatchet_numbers_are_finite_or_left_out_with_a_note(count, time, samples
                 min_size=2, max_size=2))
 def test_ncu_source_csv_cells_are_finite(cells):
     data = ('"Kernel Name","k",\n"Address","Source","# Samples","Instructions Executed"\n'
-            '"0x7f00","LDC R1, c[0x0][0x28]","%s","%s"\n' % tuple(cells)).encode()
+            f'"0x7f00","LDC R1, c[0x0][0x28]","{cells[0]}","{cells[1]}"\n').encode()
     _profile_is_clean(ncu.parse_source_csv(data))
 
 
 @given(st.sampled_from(["num_warps", "shared", "num_stages", "name", "target"]), NUMBER)
 def test_metadata_numbers_never_reach_a_column_unusable(field, number):
-    text = '{"name": "k", "hash": "h", "target": {"backend": "cuda", "arch": 90}, "%s": %s}' % (field, number)
-    metadata, problems = cache.read_metadata(text.encode())
+    text = f'{{"name": "k", "hash": "h", "target": {{"backend": "cuda", "arch": 90}}, "{field}": {number}}}'
+    metadata, _ = cache.read_metadata(text.encode())
     assert metadata is not None
     for value in (metadata.num_warps, metadata.num_stages, metadata.shared):
         assert value is None or json_numbers.usable(value)
@@ -90,7 +91,7 @@ def test_metadata_numbers_never_reach_a_column_unusable(field, number):
 
 @given(st.lists(NUMBER, min_size=1, max_size=3))
 def test_autotune_file_times_are_finite_or_failed(times):
-    text = '{"key": [1], "configs_timings": [[{"kwargs": {"B": 1}, "num_warps": 4}, [%s]]]}' % ", ".join(times)
+    text = f'{{"key": [1], "configs_timings": [[{{"kwargs": {{"B": 1}}, "num_warps": 4}}, [{", ".join(times)}]]]}}'
     try:
         entry = read_triton_autotune("k.autotune.json", text)
     except (ValueError, TypeError):

@@ -88,13 +88,13 @@ def _capture(folder: Path) -> Path:
 
 def _hatchet(samples: str, stalled: str) -> bytes:
     lines = ",".join(
-        '{"frame": {"name": "/home/dev/kernels/kernels.py:%d@add_kernel", "type": "function"}, '
-        '"metrics": {"num_samples": %s, "stalled_wait": %s}, "children": []}' % (line, samples, stalled)
+        f'{{"frame": {{"name": "/home/dev/kernels/kernels.py:{line}@add_kernel", "type": "function"}}, '
+        f'"metrics": {{"num_samples": {samples}, "stalled_wait": {stalled}}}, "children": []}}'
         for line in (15, 16, 20))
     return (
         '[{"frame": {"name": "ROOT", "type": "function"}, "metrics": {}, "children": ['
         '{"frame": {"name": "add_kernel", "type": "function"}, "metrics": {"count": 2, "time (ns)": 900}, '
-        '"children": [%s]}]}, {"CUDA": {"0": {"arch": "90"}}}]' % lines).encode()
+        f'"children": [{lines}]}}]}}, {{"CUDA": {{"0": {{"arch": "90"}}}}}}]').encode()
 
 
 def _routes(routes, prefix: str = "") -> Iterator[tuple[str, object]]:

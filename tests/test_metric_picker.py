@@ -36,7 +36,7 @@ def site(tmp_path_factory):
 
 def _options(page: str) -> list[list[str]]:
     return [[html.unescape(o) for o in re.findall(r"<option[^>]*>([^<]*)</option>", select)]
-            for select in re.findall(r'<select name="metric"[^>]*>(.*?)</select>', page, re.S)]
+            for select in re.findall(r'<select name="metric"[^>]*>(.*?)</select>', page, re.DOTALL)]
 
 
 def test_each_counter_is_offered_once(site):

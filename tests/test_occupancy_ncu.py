@@ -9,7 +9,6 @@ import csv
 import io
 import json
 import tarfile
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient

@@ -32,6 +32,7 @@ from sqlalchemy import (
     type_coerce,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, column_property, mapped_column, relationship
+
 from app.store import json_values
 
 
