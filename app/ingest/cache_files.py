@@ -135,7 +135,11 @@ class CacheFiles:
                         "a copy of the same cache entry", path=folder.path or None)
             seen.setdefault(files, folder.path)
             kinds = {artifact["kind"] for artifact in folder.files if id(artifact) not in made}
-            if kinds and kinds <= {"cubin", "hsaco"}:
+            if kinds and kinds <= {"cubin", "hsaco"} and not folder.is_entry:
+                for artifact in folder.files:
+                    problem("warning", "not a kernel binary that could be read: kept as an input only, "
+                            "no compilation", path=artifact["path"])
+            elif kinds and kinds <= {"cubin", "hsaco"}:
                 with_sass = any(id(artifact) in made for artifact in folder.files)
                 kept = "by size and hash, and its SASS" if with_sass else "by size and hash only"
                 for artifact in folder.files:
@@ -144,6 +148,9 @@ class CacheFiles:
                                 f"kept {kept}", path=artifact["path"])
             elif cache.is_binary_only(kinds):
                 binary_only.append(folder.path)
+            elif kinds and not folder.is_entry:
+                problem("warning", "not a Triton cache entry (no kernel metadata, no IR): its files are kept as "
+                        "inputs, unless a log's compilation claims them by name", path=folder.path or None)
             elif "json" in kinds:
                 # Every complete cache entry holds its TTGIR, LLVM IR and binary beside the metadata.
                 missing = [name for name, found in (

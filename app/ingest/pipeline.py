@@ -150,6 +150,9 @@ class Ingest:
                 record["log_blob"] = self.logs.read(input_file.path, stream, input_file.origin)
                 record["size"] = state.bytes_read - start
                 record["note"] = state.logs[-1].note
+                if input_file.path.endswith(".json"):  # named JSON, but none of the JSON files irlens reads
+                    state.problem("warning", "a .json file that is no kernel metadata, autotune file, profile or "
+                                  "trace irlens reads: kept as a text log", path=input_file.path)
             elif role == "tritonparse":
                 record["note"] = self.traces.read(input_file.path, stream)
                 record["size"] = state.bytes_read - start
