@@ -137,6 +137,9 @@ def test_gfx950_mfma4_sweep_is_costed_as_triton_lowers_it():
     assert not wrong, "\n".join(map(str, wrong))
     kinds = Counter(r["triton_kind"] for r in rows)
     assert kinds["shuffles"] >= 60 and kinds["shared"] >= 150, kinds
+    # the conversions of real gfx950 matmul dumps: mfma <-> blocked 128x16 both ways
+    dumps = Counter((r["triton_kind"], tuple(r["shape"])) for r in rows if r["family"] == "gfx950 matmul dumps")
+    assert dumps["shuffles", (128, 16)] >= 8 and dumps["shared", (128, 16)] >= 8, dumps
     assert {r["num_warps"] for r in rows} == {1, 2, 4, 8}
     assert {"i8", "f8E4M3FN", "f64"} <= {r["dtype"] for r in rows if r["triton_kind"] == "shuffles"}
 
