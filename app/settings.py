@@ -81,6 +81,15 @@ class Settings(BaseSettings):
         description="Delete runs older than this many days, and the stored texts only they used (checked "
         "on start and hourly; `irlens gc` does it on demand). Empty: keep forever.",
     )
+    compact_level: int = Field(
+        9,
+        description="zstd level at which `irlens ingest` and `irlens capture` compact what they stored "
+        "before they return: an upload's packs merged into packs of up to 16 MB, like texts side by side, "
+        "compressed on two threads. On a 232 MB GPU autotune capture that stores 64% of the bytes ingest "
+        "stored, for ~0.7 s of CPU (bench/NOTES.md, round 11); the server or `irlens compact` recompresses "
+        "them at recompress_level later. 0 (here or in recompress_level): leave the texts as ingest compressed "
+        "them (as --no-compact).",
+    )
     recompress_level: int = Field(
         19,
         description="zstd level at which the server compacts stored texts in the background after ingest "

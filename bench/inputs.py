@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "corpus"
+CORPUS = Path(os.environ.get("IRLENS_BENCH_CORPUS", REPO.parent / "shared" / "corpus"))  # the archives
 GENERATOR_VERSION = "1"
 BLOCK = 8 << 20
 MiB = 1 << 20
