@@ -18,6 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import default_ingest
 from bench import ingest as ingest_bench
 from bench import inputs, scan_workers, web
 from bench import inspector as inspector_bench
@@ -26,7 +27,9 @@ from bench import source_map as map_bench
 
 MB = 1e6
 # captures: only the small and tiny captures of the storage stage (which runs them after the whole corpus)
-STAGES = ("ingest", "workers", "peers", "storage", "captures", "pages", "map", "throughput", "browser", "inspector")
+# default: the default ingest against --no-compact per capture, and the compaction candidates' curve
+STAGES = ("ingest", "default", "workers", "peers", "storage", "captures", "pages", "map", "throughput", "browser",
+          "inspector")
 
 
 def machine() -> dict:
@@ -65,6 +68,9 @@ def run(args: argparse.Namespace) -> dict:
             log = inputs.big_log(size)
             print(f"bench: ingest {log.stat().st_size / MB:.0f} MB ...", file=sys.stderr, flush=True)
             results["ingest"].append(ingest_bench.bench_ingest(log, workdir, repeats=repeats))
+
+    if "default" in stages:
+        results["default"] = default_ingest.bench_default(workdir, repeats=2 if args.quick else 3, quick=args.quick)
 
     if "workers" in stages:
         log = inputs.big_log(356 * inputs.MiB)
@@ -193,6 +199,7 @@ def table(results: dict) -> str:
                 f"{_fmt_s(run['wall'])}; {_fmt_s(cpu)} ({cpu / size * 1000:.2f} ms/MB); {_fmt_s(max(run['helpers']))}",
                 f"{run['wall'] / grep:.1f}×", "",
             ))
+    rows += default_ingest.table_rows(results.get("default"))
     rows += peers_bench.table_rows(results.get("peers"))
     low, high = (size / MB for size in ingest_bench.SMALL_CAPTURE_BYTES)
     for key, what in (

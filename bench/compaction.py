@@ -20,11 +20,14 @@ from pathlib import Path
 import zstandard
 
 MB = 1e6
+# `python -m bench --quick`: the points that draw the curve's shape
+QUICK_CANDIDATES = {"level 1", "level 3", "level 7", "level 9", "level 12", "level 9 + long-distance matching",
+                    "level 19, tuned (round 9's default)"}
 
 
 def fresh_chunks(db: Path) -> tuple[list[bytes], list[bytes], int]:
     """(the merged chunks' raw bytes, the ingest's pack frames, raw bytes of every fresh pack) of a
-    database whose packs are all fresh."""
+    database whose packs are all fresh (`irlens ingest --no-compact`)."""
     from sqlalchemy import select
 
     from app.store import compaction
