@@ -22,14 +22,16 @@ from bench import default_ingest
 from bench import ingest as ingest_bench
 from bench import inputs, scan_workers, web
 from bench import inspector as inspector_bench
+from bench import page_visits
 from bench import peers as peers_bench
 from bench import source_map as map_bench
 
 MB = 1e6
 # captures: only the small and tiny captures of the storage stage (which runs them after the whole corpus)
 # default: the default ingest against --no-compact per capture, and the compaction candidates' curve
+# visits: a first visit in Chromium to every page type on the largest real captures
 STAGES = ("ingest", "default", "workers", "peers", "storage", "captures", "pages", "map", "throughput", "browser",
-          "inspector")
+          "inspector", "visits")
 
 
 def machine() -> dict:
@@ -143,6 +145,11 @@ def run(args: argparse.Namespace) -> dict:
             results["inspector"] = inspector_bench.measure_inspector(repeats=3 if args.quick else 5)
         except Exception as error:  # noqa: BLE001 - a browser problem should not lose the other figures
             results["inspector"] = {"browser": {"skipped": f"failed: {type(error).__name__}: {str(error)[:200]}"}}
+    if "visits" in stages:
+        try:
+            results["visits"] = page_visits.measure_visits(workdir, visits=1 if args.quick else 3)
+        except Exception as error:  # noqa: BLE001 - a browser problem should not lose the other figures
+            results["visits"] = {"skipped": f"failed: {type(error).__name__}: {str(error)[:200]}"}
     results["machine"]["load_after"] = os.getloadavg()[0]
     results["finished"] = time.time()
     if args.keep:
@@ -326,6 +333,7 @@ def table(results: dict) -> str:
     elif browser:
         rows.append(("browser", browser["skipped"], "", ""))
     rows += inspector_bench.table_rows(results.get("inspector", {}))
+    rows += page_visits.table_rows(results.get("visits"))
     out = ["| figure | value | vs grep | target |", "|---|---|---|---|"]
     out += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
     m = results["machine"]
