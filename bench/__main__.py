@@ -18,11 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import default_ingest
+from bench import default_ingest, inputs, page_visits, scan_workers, web
 from bench import ingest as ingest_bench
-from bench import inputs, scan_workers, web
 from bench import inspector as inspector_bench
-from bench import page_visits
 from bench import peers as peers_bench
 from bench import source_map as map_bench
 

@@ -134,8 +134,8 @@ def measure(dbs: list[Path], repeats: int = 2, dictionary: zstandard.ZstdCompres
 def table(result: dict, input_bytes: int) -> str:
     raw = result["raw_fresh_bytes"]
     base = result["rows"][0]["bytes"]
-    out = [f"{result['db']}: {raw / MB:.1f} MB of distinct texts in {result['frames']} ingest packs, "
-           f"{result['chunks']} merged chunks; input {input_bytes / MB:.1f} MB",
+    out = [(f"{result['db']}: {raw / MB:.1f} MB of distinct texts in {result['frames']} ingest packs, "
+           f"{result['chunks']} merged chunks; input {input_bytes / MB:.1f} MB"),
            "| candidate | blob bytes | vs as ingested | of input | CPU s | s per raw MB |", "|---|---|---|---|---|---|"]
     for row in result["rows"]:
         out.append(f"| {row['name']} | {row['bytes']:,} | {row['bytes'] / base:.3f}× | "

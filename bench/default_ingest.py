@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from bench import compaction, inputs
-from bench.ingest import archives_by_size, fresh_db, ingest, SMALL_CAPTURE_BYTES, warm
+from bench.ingest import SMALL_CAPTURE_BYTES, archives_by_size, fresh_db, ingest, warm
 
 MB = 1e6
 TIME_TARGET = 1.3
@@ -125,16 +125,16 @@ def table_rows(result: dict | None) -> list[tuple[str, str, str, str]]:
     rows = []
     for row in result["captures"]:
         rows.append((
-            f"default `irlens ingest` vs `--no-compact`, {row['name']} ({row['input_bytes'] / MB:.1f} MB): "
-            f"wall, median of {row['repeats']} pairs (compaction's share)",
+            (f"default `irlens ingest` vs `--no-compact`, {row['name']} ({row['input_bytes'] / MB:.1f} MB): "
+            f"wall, median of {row['repeats']} pairs (compaction's share)"),
             f"{row['default_seconds']:.2f} s vs {row['no_compact_seconds']:.2f} s ({row['compaction_seconds']:.2f} s)",
             f"{row['ratio']:.2f}× (pairs {min(row['all_ratios']):.2f}-{max(row['all_ratios']):.2f})",
             f"≤ {TIME_TARGET}×",
         ))
         rows.append((
             "  stored by the default ingest, of the input (with --no-compact); its peak RSS",
-            f"{row['stored_share'] * 100:.2f}% ({row['stored_no_compact_share'] * 100:.2f}%); "
-            f"{row['max_rss'] / 2**20:.0f} MiB",
+            (f"{row['stored_share'] * 100:.2f}% ({row['stored_no_compact_share'] * 100:.2f}%); "
+            f"{row['max_rss'] / 2**20:.0f} MiB"),
             "", f"≤ {row['share_target'] * 100:g}%",
         ))
     if "small_total_share" in result:
@@ -147,10 +147,10 @@ def table_rows(result: dict | None) -> list[tuple[str, str, str, str]]:
         raw = measured["raw_fresh_bytes"]
         for candidate in measured["rows"]:
             rows.append((
-                f"compaction candidate on {measured['label']} ({raw / MB:.0f} MB of distinct texts): "
-                f"{candidate['name']}; blob bytes, CPU ms per MB",
-                f"{candidate['bytes'] / MB:.2f} MB ({candidate['bytes'] / measured['input_bytes'] * 100:.2f}% of input); "
-                f"{candidate['cpu_seconds'] / raw * MB * 1000:.1f} ms",
+                (f"compaction candidate on {measured['label']} ({raw / MB:.0f} MB of distinct texts): "
+                f"{candidate['name']}; blob bytes, CPU ms per MB"),
+                (f"{candidate['bytes'] / MB:.2f} MB ({candidate['bytes'] / measured['input_bytes'] * 100:.2f}% of input); "
+                f"{candidate['cpu_seconds'] / raw * MB * 1000:.1f} ms"),
                 f"{candidate['bytes'] / base:.3f}× ingest's", "",
             ))
     return rows

@@ -158,9 +158,9 @@ def table_rows(result: dict | None) -> list[tuple[str, str, str, str]]:
             continue
         low, high = page["usable_range_ms"]
         rows.append((
-            f"first visit, {name} page (cold server, no browser cache), median of {page['visits']}: usable paint "
+            (f"first visit, {name} page (cold server, no browser cache), median of {page['visits']}: usable paint "
             f"({low / 1000:.2f}-{high / 1000:.2f} s); server; FCP; bytes, requests; DOM elements; "
-            "Chromium task / script / style / layout",
+            "Chromium task / script / style / layout"),
             (f"{page['usable_ms'] / 1000:.2f} s; {page['server_ms']:.0f} ms; {(page.get('fcp_ms') or 0):.0f} ms; "
              f"{page['bytes'] / 1000:.0f} KB ({page['document_decoded_bytes'] / 1000:.0f} KB HTML decoded), "
              f"{page['requests']:.0f}; {page['dom_elements']:.0f}; "

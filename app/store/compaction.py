@@ -19,8 +19,8 @@ Strong packs are never merged again: each text is compressed once at the strong 
 database holds.
 
 `irlens ingest` compacts before it returns, so on the user's critical path: there the round is
-*quick* (``quick=True``, level `QUICK_LEVEL`, two chunks compressed at once on worker threads, which
-zstd runs without the GIL) and its packs are marked ``zstdm``. The server's background round and
+*quick* (``quick=True``, level `QUICK_LEVEL`, each pack compressed on two of zstd's threads) and its
+packs are marked ``zstdm``. The server's background round and
 `irlens compact` are strong: they merge fresh packs as above and recompress quick ones in place (a
 quick pack is already a merged, sorted one; app/store/recompress.py). On a 232 MB GPU autotune
 capture the quick round costs ~0.7 s of CPU and stores 64% of what ingest stored; the strong one
@@ -32,9 +32,7 @@ against 1.4 and 2.5 ms; bench/NOTES.md, round 8).
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from sqlalchemy import bindparam, delete, exists, func, select, update
@@ -48,7 +46,10 @@ log = logging.getLogger("irlens")
 MERGED_BYTES = 16 << 20  # texts per merged pack: 4x an ingest's packs; a cold read decompresses it whole
 GATHER_BYTES = 64 << 20  # fresh texts sorted together: ~4x less gain when only 16 MB are (bench/NOTES.md)
 _CHUNK = 500  # ids per IN (...)
-THREADS = 2  # merged packs compressed at once: both cores of a small machine; 2 x 16 MB held
+# A quick round compresses each merged pack on two threads (zstd's own, in one frame: the same bytes
+# within 0.2%). Two packs compressed at once, or the next one gathered meanwhile, cost ~40 MB more
+# peak RSS for the same CPU (bench/NOTES.md, round 11).
+THREADS = 2
 
 _STAGE_RANK = {name: rank for rank, name in enumerate(STAGE_NAMES)}
 # A cache folder's file sorts after the passes of the stage it holds, assembly after every stage,
@@ -136,22 +137,11 @@ def merge_packs(session: Session, pack_ids: list[int], level: int = DEFAULT_LEVE
     for member in members:
         member.key = (*keys.get(member.id, ("", -1, 0, 0)), member.id)
     members.sort(key=lambda member: member.key)
-    # Chunk i+1's texts are read (and compressed, on the second thread) while chunk i compresses;
-    # packs are written in order, by this thread, which alone uses the session.
-    in_flight: deque[tuple[list[_Member], Future]] = deque()
-    with ThreadPoolExecutor(max_workers=THREADS if quick else 1, thread_name_prefix="irlens-compact") as pool:
-        try:
-            for chunk in _chunks(members) if len(members) > 1 else ():
-                if stop():
-                    break
-                in_flight.append((chunk, pool.submit(_compress, _texts(session, chunk), level)))
-                if len(in_flight) >= THREADS:
-                    _write_merged(session, *in_flight.popleft(), codec, done)
-            while in_flight:
-                _write_merged(session, *in_flight.popleft(), codec, done)
-        finally:
-            for _, future in in_flight:  # an error above: the compressions under way are not written
-                future.cancel()
+    threads = THREADS if quick else 0  # a strong round runs beside the server's pages: one core
+    for chunk in _chunks(members) if len(members) > 1 else ():
+        if stop():
+            break
+        _write_merged(session, chunk, _compress(_texts(session, chunk), level, threads), codec, done)
     # The old packs no slice points into any more (a concurrent deletion may have taken some).
     emptied = session.scalars(select(Blob.id).where(Blob.id.in_(list(frame_sizes)), Blob.codec == CODEC_ZSTD,
                                                     ~exists().where(_Slice.pack_id == Blob.id))).all()
@@ -162,14 +152,16 @@ def merge_packs(session: Session, pack_ids: list[int], level: int = DEFAULT_LEVE
     return done
 
 
-def _compress(raw: bytes, level: int) -> tuple[str, int, bytes]:
+def _compress(raw: bytearray, level: int, threads: int = 0) -> tuple[str, int, bytes]:
     """(hash, size, frame) of a merged pack: a window as large as the pack."""
-    return sha256(raw), len(raw), strong_compressor(level, window_log=(len(raw) - 1).bit_length()).compress(raw)
+    compressor = strong_compressor(level, window_log=(len(raw) - 1).bit_length(), threads=threads)
+    return sha256(raw), len(raw), compressor.compress(raw)
 
 
-def _write_merged(session: Session, chunk: list[_Member], future: Future, codec: str, done: Recompressed) -> None:
+def _write_merged(session: Session, chunk: list[_Member], compressed: tuple[str, int, bytes], codec: str,
+                  done: Recompressed) -> None:
     """Insert a merged pack and move its slices into it, in one transaction."""
-    digest, size, frame = future.result()
+    digest, size, frame = compressed
     pack = Blob(hash=digest, size=size, codec=codec, data=frame)
     session.add(pack)
     session.flush()
@@ -182,22 +174,26 @@ def _write_merged(session: Session, chunk: list[_Member], future: Future, codec:
     done.bytes_after += len(frame)
 
 
-def _texts(session: Session, chunk: list[_Member]) -> bytes:
-    """The chunk's texts back to back, each old pack decompressed once (one at a time)."""
-    by_pack: dict[int, list[_Member]] = {}
+def _texts(session: Session, chunk: list[_Member]) -> bytearray:
+    """The chunk's texts back to back, copied once into one buffer from each old pack, decompressed
+    once (one at a time): 16 MB held, not a copy per text and a joined copy."""
+    by_pack: dict[int, list[tuple[_Member, int]]] = {}
+    position = 0
     for member in chunk:
-        by_pack.setdefault(member.pack_id, []).append(member)
-    pieces: dict[int, bytes] = {}
+        by_pack.setdefault(member.pack_id, []).append((member, position))
+        position += member.size
+    out = bytearray(position)
     for pack_id, members in by_pack.items():
         frame = session.scalar(select(Blob.data).where(Blob.id == pack_id))
         session.rollback()
         if frame is None:
             raise LookupError(f"pack {pack_id} is missing")
-        raw = decompress(bytes(frame))
-        for member in members:
-            pieces[member.id] = raw[member.offset : member.offset + member.size]
-        del raw
-    return b"".join(pieces[member.id] for member in chunk)
+        raw = memoryview(decompress(bytes(frame)))
+        del frame
+        for member, at in members:
+            out[at : at + member.size] = raw[member.offset : member.offset + member.size]
+        raw.release()
+    return out
 
 
 def _chunks(members: list[_Member]) -> list[list[_Member]]:

@@ -38,15 +38,18 @@ MAX_RAW_BYTES = 64 << 20  # bigger texts (huge logs' non-IR lines) stay as store
 _BATCH = 64  # hashes listed per query
 
 
-def strong_compressor(level: int, window_log: int = 0) -> zstandard.ZstdCompressor:
+def strong_compressor(level: int, window_log: int = 0, threads: int = 0) -> zstandard.ZstdCompressor:
     """zstd at `level`; at the default level, with a longer target match length (512, level 21's) and
     a shorter search (4 attempts): IR texts repeat long runs of lines, which a longer target finds
     and a short search still reaches. On the corpus's packs: 2.0% fewer bytes than plain level 19 for
     the same CPU (level 21: 2.5% fewer for 1.6-1.8x the CPU; bench/NOTES.md). `window_log`: at least
-    this window (a merged pack's size, app/store/compaction.py), 0 for the level's own."""
+    this window (a merged pack's size, app/store/compaction.py), 0 for the level's own. `threads`:
+    zstd's own compression threads for one frame (0: none)."""
     tuned = {"search_log": 4, "target_length": 512} if level == DEFAULT_LEVEL else {}
     if window_log > zstandard.ZstdCompressionParameters.from_level(level).window_log:
         tuned["window_log"] = window_log
+    if threads > 1:
+        tuned["threads"] = threads
     params = zstandard.ZstdCompressionParameters.from_level(
         level, write_content_size=True, write_checksum=False, **tuned
     )
