@@ -96,7 +96,6 @@ def _compact_fresh(db, level: int, quick: bool) -> dict:
     from app.store.compaction import compact_pending
 
     started = time.perf_counter()
-    _release_freed_memory()
     try:
         done = compact_pending(db.session, level, quick=quick)
         db.release_free_pages()
@@ -106,18 +105,6 @@ def _compact_fresh(db, level: int, quick: bool) -> dict:
         return {"error": str(error), "seconds": round(time.perf_counter() - started, 3)}
     return {"level": level, "frames": done.blobs, "bytes_before": done.bytes_before,
             "bytes_after": done.bytes_after, "seconds": round(time.perf_counter() - started, 3)}
-
-
-def _release_freed_memory() -> None:
-    """Give the heap the ingest freed back to the system before compaction allocates its buffers
-    (glibc keeps it otherwise, and the process's peak would be the two added: bench/NOTES.md round 11)."""
-    import ctypes
-    import ctypes.util
-
-    try:
-        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: nothing to do
-        pass
 
 
 def _compaction_line(compaction: dict | None, level: int) -> str:
