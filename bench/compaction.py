@@ -59,11 +59,15 @@ def fresh_chunks(db: Path) -> tuple[list[bytes], list[bytes], int]:
     return chunks, frames, sum(len(chunk) for chunk in chunks)
 
 
-def _params(level: int, window_log: int = 0, **extra) -> zstandard.ZstdCompressor:
+def _parameters(level: int, window_log: int = 0, **extra) -> zstandard.ZstdCompressionParameters:
     if window_log > zstandard.ZstdCompressionParameters.from_level(level).window_log:
         extra["window_log"] = window_log
-    return zstandard.ZstdCompressor(compression_params=zstandard.ZstdCompressionParameters.from_level(
-        level, write_content_size=True, write_checksum=False, **extra))
+    return zstandard.ZstdCompressionParameters.from_level(level, write_content_size=True, write_checksum=False,
+                                                          **extra)
+
+
+def _params(level: int, window_log: int = 0, **extra) -> zstandard.ZstdCompressor:
+    return zstandard.ZstdCompressor(compression_params=_parameters(level, window_log, **extra))
 
 
 def candidates(dictionary: zstandard.ZstdCompressionDict | None) -> list[tuple[str, object]]:
@@ -87,13 +91,13 @@ def candidates(dictionary: zstandard.ZstdCompressionDict | None) -> list[tuple[s
     if dictionary is not None:
         for level in (3, 9):
             out.append((f"level {level} + trained dictionary (110 KB)", lambda raw, level=level: zstandard.ZstdCompressor(
-                level=level, dict_data=dictionary, write_checksum=False).compress(raw)))
+                compression_params=_parameters(level, window(raw)), dict_data=dictionary).compress(raw)))
     return out
 
 
 def train_dictionary(texts: list[bytes], size: int = 110_000) -> zstandard.ZstdCompressionDict | None:
     """A dictionary trained on samples of other captures' texts (the corpus's), as irlens could ship one."""
-    samples = [text[start : start + 4096] for text in texts for start in range(0, len(text), 64 * 1024)]
+    samples = [bytes(text[start : start + 4096]) for text in texts for start in range(0, len(text), 64 * 1024)]
     try:
         return zstandard.train_dictionary(size, samples[:20000])
     except zstandard.ZstdError:
