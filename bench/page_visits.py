@@ -3,11 +3,13 @@
 `python -m bench --only visits`. The database: the corpus's largest capture (gpu_inductor) and the
 real GPU autotune capture when present (bench/inputs.py `gpu_captures`), each stored by the default
 `irlens ingest`. The pages: the run with the most snapshots, its compilation with the most, that
-compilation's largest snapshot, the diff of it against the previous different text, the compare of
-two compilations of the same kernel (autotune configs), the map, the op history, and the layout
+compilation's largest snapshot, the diff of it against the previous different text, the map, the op
+history, the compare of two compilations of one kernel in one run (autotune configs), and the layout
 inspector. Kernel history was not on main when this stage was written: it is absent here.
 
-Each visit: a fresh server (the page is rendered cold), a fresh browser context (no cache). Until a
+Each round: a fresh server, warmed by a visit to the home page (so the first page measured does not
+pay for the server's own first request), then every page once: each page's data is cold, each visit
+in a fresh browser context (no cache). Until a
 usable paint: navigation start to the first frame painted after DOMContentLoaded (the whole
 document parsed, its deferred scripts run, so the page answers input), two requestAnimationFrame
 callbacks after it. Also recorded: the server's time (requestStart to responseStart of the
@@ -63,15 +65,17 @@ def pick_pages(db: Path) -> dict[str, str]:
         run_id, = connection.execute(
             "SELECT c.run_id FROM snapshots s JOIN compilations c ON c.pk = s.compilation_pk "
             "GROUP BY c.run_id ORDER BY count(*) DESC LIMIT 1").fetchone()
-        pk, ordinal, kernel = connection.execute(
-            "SELECT c.pk, c.ordinal, c.kernel FROM snapshots s JOIN compilations c ON c.pk = s.compilation_pk "
+        pk, ordinal = connection.execute(
+            "SELECT c.pk, c.ordinal FROM snapshots s JOIN compilations c ON c.pk = s.compilation_pk "
             "WHERE c.run_id = ? GROUP BY c.pk ORDER BY count(*) DESC LIMIT 1", (run_id,)).fetchone()
         snapshots = connection.execute(
             'SELECT s."index", s.blob_id, b.size FROM snapshots s JOIN blobs b ON b.id = s.blob_id '
             'WHERE s.compilation_pk = ? ORDER BY s."index"', (pk,)).fetchall()
-        other = connection.execute(
-            "SELECT ordinal FROM compilations WHERE run_id = ? AND kernel = ? AND pk != ? ORDER BY ordinal LIMIT 1",
-            (run_id, kernel, pk)).fetchone()
+        # compare: two compilations of one kernel in one run (autotune configs), the most snapshots first
+        pair = connection.execute(
+            "SELECT c.run_id, min(c.ordinal), max(c.ordinal) FROM compilations c JOIN snapshots s "
+            "ON s.compilation_pk = c.pk WHERE c.kernel IS NOT NULL GROUP BY c.run_id, c.kernel "
+            "HAVING count(DISTINCT c.pk) > 1 ORDER BY count(*) DESC LIMIT 1").fetchone()
     largest = max(range(len(snapshots)), key=lambda i: snapshots[i][2])
     previous = next((i for i in range(largest - 1, -1, -1) if snapshots[i][1] != snapshots[largest][1]), None)
     index = snapshots[largest][0]
@@ -87,8 +91,8 @@ def pick_pages(db: Path) -> dict[str, str]:
     }
     if previous is not None:
         pages["diff"] = urls.diff(snapshot_id(run_id, ordinal, snapshots[previous][0]), snapshot_id(run_id, ordinal, index))
-    if other is not None:
-        pages["compare"] = urls.compare(compilation_id(run_id, other[0]), compilation_id(run_id, ordinal))
+    if pair is not None:
+        pages["compare"] = urls.compare(compilation_id(pair[0], pair[1]), compilation_id(pair[0], pair[2]))
     return pages
 
 
@@ -108,6 +112,7 @@ def measure_visits(workdir: Path, visits: int = 3) -> dict:
         try:
             for _ in range(visits):  # each round: one fresh server, every page cold once
                 with server.serve(f"sqlite:///{db}", db.parent) as (base, _log):
+                    _visit(browser, base + "/")  # the server's code warmed on another page: each page's data is cold
                     for name, path in pages.items():
                         print(f"bench: first visit: {name} ...", file=sys.stderr, flush=True)
                         samples[name].append(_visit(browser, base + path))
