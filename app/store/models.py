@@ -209,6 +209,9 @@ class Run(Base):
     stats: Mapped[dict] = mapped_column(JSON, default=dict)
     # Autotuning tables and sessions the run's logs printed (parsers/autotune.py); None: none seen.
     autotune: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    # {"triton": "3.7.1", "commit": "abc123", ...}: what the run was made with (app/store/labels.py);
+    # kernel history orders and filters runs by them. None: a run stored before labels existed.
+    labels: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     compilations: Mapped[list[Compilation]] = relationship(
         back_populates="run", order_by="Compilation.ordinal", cascade="all, delete-orphan"
     )
@@ -512,3 +515,33 @@ class ProfileKernel(Base):
     joined_by: Mapped[str | None] = mapped_column(String(32))  # "hash" | "launch" | "name"
     totals: Mapped[dict] = mapped_column(JSON, default=dict)
     data: Mapped[dict] = mapped_column(ZippedJSON)
+
+
+class KernelPoint(Base):
+    """One compilation as a point of its kernel's history (app/insight/kernel_points.py): the numbers
+    the history pages and `irlens check` read, summed up once at ingest so that a kernel's history
+    over thousands of runs is one indexed read. A series is a kernel name, a target and a config
+    (`series`: its canonical JSON, `config`: the same as a dict). Deleted with its run or compilation."""
+
+    __tablename__ = "kernel_points"
+    compilation_pk: Mapped[int] = mapped_column(ForeignKey("compilations.pk", ondelete="CASCADE"), primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))  # the run's: points sort by it
+    kernel: Mapped[str] = mapped_column(String(500))
+    target: Mapped[str | None] = mapped_column(String(100))
+    series: Mapped[str] = mapped_column(String(1000))
+    config: Mapped[dict] = mapped_column(JSON, default=dict)
+    triton_version: Mapped[str | None] = mapped_column(String(50))
+    status: Mapped[str] = mapped_column(String(16), default="ok")
+    registers: Mapped[int | None] = mapped_column(Integer)
+    spill_bytes: Mapped[int | None] = mapped_column(Integer)
+    shared_bytes: Mapped[int | None] = mapped_column(Integer)
+    occupancy: Mapped[float | None] = mapped_column(Float)
+    time_ns: Mapped[float | None] = mapped_column(Float)
+    autotune_ms: Mapped[float | None] = mapped_column(Float)
+    picked: Mapped[bool | None] = mapped_column(Boolean)
+    passes_changed: Mapped[int | None] = mapped_column(Integer)
+    ir_lines: Mapped[dict] = mapped_column(JSON, default=dict)
+    ops: Mapped[dict] = mapped_column(JSON, default=dict)
+    # A kernel's history reads its points newest first; the list of kernels groups by name.
+    __table_args__ = (Index("ix_kernel_points_kernel_created", "kernel", "created_at", "run_id"),)

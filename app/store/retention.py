@@ -27,6 +27,7 @@ from app.store.models import (
     CompilationTerm,
     Diagnostic,
     InputRecord,
+    KernelPoint,
     Launch,
     LineIndex,
     LineIndexPack,
@@ -86,6 +87,7 @@ def _delete_rows(session: Session, run_id: str) -> None:
     profiles = select(Profile.pk).where(Profile.run_id == run_id).scalar_subquery()
     session.execute(delete(ProfileKernel).where(ProfileKernel.profile_pk.in_(profiles)))
     session.execute(delete(Profile).where(Profile.run_id == run_id))
+    session.execute(delete(KernelPoint).where(KernelPoint.run_id == run_id))
     for model in (Snapshot, Artifact, Timing, Launch, CompilationTerm):
         session.execute(delete(model).where(model.compilation_pk.in_(compilations)))
     for model in (Diagnostic, Compilation, Source, InputRecord, Problem):

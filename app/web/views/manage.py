@@ -18,6 +18,7 @@ from app.insight.page_data import iso_time
 from app.insight.run_search import search_runs
 from app.insight.search_suggest import suggest
 from app.settings import Settings
+from app.store.labels import LabelError, labels_text, parse_labels
 from app.store.models import Run
 from app.store.retention import delete_run
 from app.urls import Urls
@@ -61,6 +62,8 @@ def run_fields(run: Run, urls: Urls, identity: Identity, settings: Settings) -> 
         "url": urls.run(run.id),
         "title": run.title,
         "tags": run.tags or [],
+        "labels": run.labels or {},
+        "labels_text": labels_text(run.labels),
         "listed": bool(run.listed),
         "owner": run.owner,
         "created_at": iso_time(run.created_at),
@@ -70,8 +73,12 @@ def run_fields(run: Run, urls: Urls, identity: Identity, settings: Settings) -> 
     }
 
 
-def _apply(run: Run, title: str | None, tags: list[str] | None, listed: bool | None) -> list[str]:
+def _apply(run: Run, title: str | None, tags: list[str] | None, listed: bool | None,
+           labels: dict[str, str] | None = None) -> list[str]:
     changed = []
+    if labels is not None and labels != (run.labels or {}):
+        run.labels = labels
+        changed.append("labels")
     if title is not None and title.strip()[:300] != run.title:
         run.title = title.strip()[:300]
         changed.append("title")
@@ -135,13 +142,15 @@ def edit_form(
     title: Annotated[str | None, Form()] = None,
     tags: Annotated[str | None, Form()] = None,
     listed: Annotated[str | None, Form()] = None,
+    labels: Annotated[str | None, Form()] = None,
 ):
     settings: Settings = request.app.state.settings
     run = _load_run(session, run_id)
     check_may_change(identity, run, settings)
+    new_labels = _labels(labels)
     # The form sends listed=0 from a hidden field, then listed=1 if the box is ticked: the last one counts.
     listed_value = None if listed is None else listed.lower() not in ("", "0", "off", "false")
-    changed = _apply(run, title, parse_tags(tags) if tags is not None else None, listed_value)
+    changed = _apply(run, title, parse_tags(tags) if tags is not None else None, listed_value, new_labels)
     session.commit()
     forget_runs(run.id)
     _log_change(identity, run, changed)
@@ -165,10 +174,10 @@ def edit_json(
     settings: Settings = request.app.state.settings
     run = _load_run(session, run_id)
     check_may_change(identity, run, settings)
-    unknown = set(changes) - {"title", "tags", "listed"}
+    unknown = set(changes) - {"title", "tags", "listed", "labels"}
     if unknown:
         raise HTTPException(
-            422, f"unknown fields: {', '.join(sorted(unknown))} (title, tags and listed can change)"
+            422, f"unknown fields: {', '.join(sorted(unknown))} (title, tags, labels and listed can change)"
         )
     title = changes.get("title")
     listed = changes.get("listed")
@@ -177,11 +186,24 @@ def edit_json(
     ):
         raise HTTPException(422, "title must be a string and listed true or false")
     tags = parse_tags(changes["tags"]) if "tags" in changes else None
-    changed = _apply(run, title, tags, listed)
+    new_labels = _labels(changes["labels"]) if "labels" in changes else None
+    changed = _apply(run, title, tags, listed, new_labels)
     session.commit()
     forget_runs(run.id)
     _log_change(identity, run, changed)
     return run_fields(run, urls, identity, settings)
+
+
+def _labels(value) -> dict[str, str] | None:
+    """Labels from the form ("k=v, k2=v2") or JSON (a dict, or a list of "k=v"); 422 when malformed."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, list, dict)) or (isinstance(value, list) and not all(isinstance(v, str) for v in value)):
+        raise HTTPException(422, "labels must be a dict of text values, or KEY=VALUE strings")
+    try:
+        return parse_labels(value)
+    except LabelError as error:
+        raise HTTPException(422, str(error)) from error
 
 
 def _log_change(identity: Identity, run: Run, changed: list[str]) -> None:

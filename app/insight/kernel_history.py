@@ -1,0 +1,173 @@
+"""A kernel's history across runs (/kernels/NAME) and the list of kernels (/kernels), from the
+points stored at ingest (app/insight/kernel_points.py), flagged between consecutive points
+(app/insight/kernel_flags.py). Only runs the reader may list are read (`visible`, as search does);
+a deleted run takes its points with it."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from sqlalchemy import and_, func, select, true
+from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import ColumnElement
+
+from app.insight.comparisons import CompareNotFound, load_side, op_counts
+from app.insight.kernel_flags import Thresholds, series_flags
+from app.insight.page_data import iso_time
+from app.insight.pass_alignment import align, effects, first_effect_divergence, moves
+from app.store.labels import version_key
+from app.store.models import Compilation, KernelPoint, Run
+from app.urls import Urls, compilation_id
+
+MAX_POINTS = 5000
+SPARK_POINTS = 30
+KERNELS_SHOWN = 500
+POINT_COLUMNS = (KernelPoint.compilation_pk, KernelPoint.run_id, KernelPoint.created_at, KernelPoint.target,
+                 KernelPoint.series, KernelPoint.config, KernelPoint.triton_version, KernelPoint.status,
+                 KernelPoint.registers, KernelPoint.spill_bytes, KernelPoint.shared_bytes, KernelPoint.occupancy,
+                 KernelPoint.time_ns, KernelPoint.autotune_ms, KernelPoint.picked, KernelPoint.passes_changed,
+                 KernelPoint.ir_lines, KernelPoint.ops, Compilation.ordinal, Run.labels, Run.title)
+
+
+def _visible(visible: ColumnElement[bool] | None) -> ColumnElement[bool]:
+    return true() if visible is None else visible
+
+
+def point_dict(row: Any, urls: Urls) -> dict[str, Any]:
+    cid = compilation_id(row.run_id, row.ordinal)
+    return {
+        "run": row.run_id, "run_url": urls.run(row.run_id), "run_title": row.title or "",
+        "labels": row.labels or {}, "created_at": iso_time(row.created_at),
+        "compilation": urls.compilation(row.run_id, row.ordinal), "compilation_id": cid,
+        "triton_version": row.triton_version, "status": row.status,
+        "registers": row.registers, "spill_bytes": row.spill_bytes, "shared_bytes": row.shared_bytes,
+        "occupancy": row.occupancy, "time_ns": row.time_ns, "autotune_ms": row.autotune_ms, "picked": row.picked,
+        "ir_lines": row.ir_lines or {}, "passes_changed": row.passes_changed, "ops": row.ops or {},
+    }
+
+
+def points_query(visible: ColumnElement[bool] | None):
+    return (select(*POINT_COLUMNS).join(Compilation, Compilation.pk == KernelPoint.compilation_pk)
+            .join(Run, Run.id == KernelPoint.run_id).where(_visible(visible)))
+
+
+# First effect passes already found, by the two compilations' keys: the pair's texts never change.
+_EFFECTS: OrderedDict[tuple[int, int], str | None] = OrderedDict()
+
+
+def first_effect_pass(session: Session, a_id: str, b_id: str, keys: tuple[int, int]) -> str | None:
+    """The compare page's first pass whose effect differs between two compilations (None: none, or
+    neither has pass dumps)."""
+    if keys in _EFFECTS:
+        _EFFECTS.move_to_end(keys)
+        return _EFFECTS[keys]
+    try:
+        a, b = load_side(session, a_id), load_side(session, b_id)
+    except CompareNotFound:
+        return None
+    found = None
+    if a.snapshots and b.snapshots:
+        pairs = align(a.steps, b.steps)
+        a_ops, b_ops = op_counts(session, a.snapshots), op_counts(session, b.snapshots)
+        moved = moves(a.steps, b.steps, pairs)
+        partner = {m.a_row: m.b_row for m in moved} | {m.b_row: m.a_row for m in moved}
+        effect = first_effect_divergence(pairs, effects(a.steps, [a_ops[s.blob] for s in a.snapshots]),
+                                         effects(b.steps, [b_ops[s.blob] for s in b.snapshots]), partner)
+        if effect is not None:
+            pair = pairs[effect[0]]
+            found = (a.snapshots[pair.a] if pair.a is not None else b.snapshots[pair.b]).pass_name
+    _EFFECTS[keys] = found
+    if len(_EFFECTS) > 4096:
+        _EFFECTS.popitem(last=False)
+    return found
+
+
+def flag_dicts(session: Session, points: list[dict[str, Any]], keys: list[int], thresholds: Thresholds,
+               urls: Urls) -> list[dict[str, Any]]:
+    """The flags of one series' points (in the order shown), each with its runs, compare link and
+    first effect pass."""
+    out = []
+    for found in series_flags(points, thresholds):
+        before, after = points[found["from_index"]], points[found["to_index"]]
+        out.append({
+            **found, "from_run": before["run"], "to_run": after["run"],
+            "from_compilation": before["compilation"], "to_compilation": after["compilation"],
+            "compare": urls.compare(before["compilation_id"], after["compilation_id"]),
+            "first_effect_pass": first_effect_pass(session, before["compilation_id"], after["compilation_id"],
+                                                   (keys[found["from_index"]], keys[found["to_index"]])),
+        })
+    return out
+
+
+def parse_order(order: str | None) -> str | None:
+    """`label:KEY` (sort by that label's value, as versions) or None (run order)."""
+    if order and order.startswith("label:") and 0 < len(order) - 6 <= 40:
+        return order[6:]
+    return None
+
+
+def kernel_history(session: Session, name: str, urls: Urls, visible: ColumnElement[bool] | None,
+                   thresholds: Thresholds, order: str | None = None, limit: int = 500) -> dict[str, Any]:
+    """{"name", "series": [{"target", "config", "points", "flags"}], ...}: the newest `limit` points."""
+    limit = max(1, min(limit, MAX_POINTS))
+    label = parse_order(order)
+    condition = and_(KernelPoint.kernel == name, _visible(visible))
+    total = session.scalar(select(func.count()).select_from(KernelPoint).join(Run, Run.id == KernelPoint.run_id)
+                           .where(condition)) or 0
+    rows = session.execute(points_query(visible).where(KernelPoint.kernel == name)
+                           .order_by(KernelPoint.created_at.desc(), KernelPoint.run_id.desc(),
+                                     KernelPoint.compilation_pk.desc()).limit(limit)).all()
+    rows.reverse()
+    if label is not None:  # stable: runs with one label value stay in run order
+        rows.sort(key=lambda row: version_key((row.labels or {}).get(label)))
+    grouped: dict[tuple, list] = {}
+    for row in rows:
+        grouped.setdefault((row.target or "", row.series), []).append(row)
+    series = []
+    for (target, _key), members in sorted(grouped.items(), key=lambda item: (item[0][0], -len(item[1]), item[0][1])):
+        points = [point_dict(row, urls) for row in members]
+        series.append({
+            "target": target or None, "config": members[0].config or {}, "points": points,
+            "flags": flag_dicts(session, points, [row.compilation_pk for row in members], thresholds, urls),
+        })
+    return {"name": name, "url": urls.kernel(name), "order": f"label:{label}" if label else "run",
+            "total_points": total, "shown_points": len(rows), "limit": limit, "series": series,
+            "orders": {"run": urls.kernel(name), "label:triton": urls.kernel(name, "label:triton")}}
+
+
+def _spark(session: Session, name: str, visible: ColumnElement[bool] | None) -> tuple[Any, list]:
+    """The newest point of a kernel and the last SPARK_POINTS of its series (oldest first)."""
+    rows = session.execute(points_query(visible).where(KernelPoint.kernel == name)
+                           .order_by(KernelPoint.created_at.desc(), KernelPoint.run_id.desc())
+                           .limit(SPARK_POINTS * 4)).all()
+    if not rows:
+        return None, []
+    latest = rows[0]
+    same = [row for row in rows if row.series == latest.series and row.target == latest.target][:SPARK_POINTS]
+    return latest, list(reversed(same))
+
+
+def kernel_list(session: Session, urls: Urls, visible: ColumnElement[bool] | None, query: str = "") -> dict[str, Any]:
+    """Every kernel the reader may see: runs, last seen, latest numbers, a sparkline of its newest series."""
+    statement = (select(KernelPoint.kernel, func.count(func.distinct(KernelPoint.run_id)).label("runs"),
+                        func.max(KernelPoint.created_at).label("last_seen"))
+                 .join(Run, Run.id == KernelPoint.run_id).where(_visible(visible))
+                 .group_by(KernelPoint.kernel).order_by(func.max(KernelPoint.created_at).desc(), KernelPoint.kernel)
+                 .limit(KERNELS_SHOWN))
+    words = query.split()
+    for word in words:
+        escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        statement = statement.where(KernelPoint.kernel.ilike(f"%{escaped}%", escape="\\"))
+    kernels = []
+    for name, runs, last_seen in session.execute(statement).all():
+        latest, spark = _spark(session, name, visible)
+        if latest is None:
+            continue
+        metric = "time_ns" if any(row.time_ns for row in spark) else "registers"
+        kernels.append({
+            "name": name, "url": urls.kernel(name), "runs": runs, "last_seen": iso_time(last_seen),
+            "latest": {**point_dict(latest, urls), "target": latest.target, "config": latest.config or {}},
+            "sparkline": {"metric": metric, "values": [getattr(row, metric) for row in spark]},
+        })
+    return {"q": query, "count": len(kernels), "kernels": kernels}

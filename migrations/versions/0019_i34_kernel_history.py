@@ -1,0 +1,58 @@
+"""Kernel history: run labels, and one summary row per compilation for a kernel's history.
+
+`runs.labels` (JSON, NULL for runs stored before): {"triton": "3.7.1", "commit": "abc123", ...}.
+`kernel_points`: per compilation, the numbers the history pages and `irlens check` read
+(registers, spill bytes, time, ...), written at ingest (app/insight/kernel_points.py); runs stored
+before this revision get theirs from `irlens index --backfill`.
+
+Revision ID: 0019_i34
+Revises: 0018
+Create Date: 2026-11-28
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0019_i34"
+down_revision = "0018"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.add_column("runs", sa.Column("labels", sa.JSON(), nullable=True))
+    op.create_table(
+        "kernel_points",
+        sa.Column("compilation_pk", sa.Integer(), sa.ForeignKey("compilations.pk", ondelete="CASCADE"),
+                  primary_key=True),
+        sa.Column("run_id", sa.String(32), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("kernel", sa.String(500), nullable=False),
+        sa.Column("target", sa.String(100), nullable=True),
+        sa.Column("series", sa.String(1000), nullable=False),
+        sa.Column("config", sa.JSON(), nullable=False),
+        sa.Column("triton_version", sa.String(50), nullable=True),
+        sa.Column("status", sa.String(16), nullable=False),
+        sa.Column("registers", sa.Integer(), nullable=True),
+        sa.Column("spill_bytes", sa.Integer(), nullable=True),
+        sa.Column("shared_bytes", sa.Integer(), nullable=True),
+        sa.Column("occupancy", sa.Float(), nullable=True),
+        sa.Column("time_ns", sa.Float(), nullable=True),
+        sa.Column("autotune_ms", sa.Float(), nullable=True),
+        sa.Column("picked", sa.Boolean(), nullable=True),
+        sa.Column("passes_changed", sa.Integer(), nullable=True),
+        sa.Column("ir_lines", sa.JSON(), nullable=False),
+        sa.Column("ops", sa.JSON(), nullable=False),
+    )
+    op.create_index("ix_kernel_points_run_id", "kernel_points", ["run_id"])
+    op.create_index("ix_kernel_points_kernel_created", "kernel_points", ["kernel", "created_at", "run_id"])
+
+
+def downgrade() -> None:
+    op.drop_index("ix_kernel_points_kernel_created", "kernel_points")
+    op.drop_index("ix_kernel_points_run_id", "kernel_points")
+    op.drop_table("kernel_points")
+    with op.batch_alter_table("runs") as batch:
+        batch.drop_column("labels")
