@@ -10,7 +10,6 @@ import re
 import tarfile
 from pathlib import Path
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select

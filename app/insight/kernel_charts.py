@@ -42,7 +42,7 @@ def sparkline_svg(values: list[float | None]) -> Markup:
     if not any(v is not None for v in values):
         return Markup('<span class="none">—</span>')
     at, low, high = _scale(values, SPARK_WIDTH, SPARK_HEIGHT, 2)
-    points = " ".join("%.1f,%.1f" % at(i, v) for i, v in enumerate(values) if v is not None)
+    points = " ".join("{:.1f},{:.1f}".format(*at(i, v)) for i, v in enumerate(values) if v is not None)
     title = escape(f"{_number(low)} … {_number(high)} over the last {len(values)} points")
     return Markup(f'<svg class="spark" width="{SPARK_WIDTH}" height="{SPARK_HEIGHT}" role="img" aria-label="{title}">'
                   f'<title>{title}</title><polyline fill="none" stroke="currentColor" stroke-width="1.5" '
@@ -52,9 +52,10 @@ def sparkline_svg(values: list[float | None]) -> Markup:
 def chart_svg(points: list[dict[str, Any]], key: str, label: str, flags: list[dict[str, Any]]) -> Markup:
     values = [point.get(key) for point in points]
     at, low, high = _scale(values, WIDTH, HEIGHT, PAD)
-    parts = [f'<svg class="history-chart" viewBox="0 0 {WIDTH} {HEIGHT}" width="100%" height="{HEIGHT}" role="img" '
-             f'aria-label="{escape(label)}"><title>{escape(label)}: {escape(_number(low))} … {escape(_number(high))}</title>']
-    line = " ".join("%.1f,%.1f" % at(i, v) for i, v in enumerate(values) if v is not None)
+    parts = [(f'<svg class="history-chart" viewBox="0 0 {WIDTH} {HEIGHT}" width="100%" height="{HEIGHT}" role="img" '
+              f'aria-label="{escape(label)}"><title>{escape(label)}: {escape(_number(low))} … '
+              f'{escape(_number(high))}</title>')]
+    line = " ".join("{:.1f},{:.1f}".format(*at(i, v)) for i, v in enumerate(values) if v is not None)
     if line:
         parts.append(f'<polyline fill="none" stroke="currentColor" stroke-width="1.5" points="{line}"/>')
     for index, (point, value) in enumerate(zip(points, values, strict=True)):

@@ -16,7 +16,6 @@ from typing import Any
 from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
 
-from app import render
 from app.insight.autotune import by_compilation, run_autotune
 from app.insight.comparisons import FINAL_STAGES, Side, final_stages
 from app.insight.kernel_config import compilation_config, tile_text
