@@ -9,7 +9,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-WIDTH, HEIGHT, PAD = 640, 120, 8
+WIDTH, HEIGHT, PAD = 420, 130, 8
 SPARK_WIDTH, SPARK_HEIGHT = 120, 24
 METRICS = (  # (key in a point, label, the flag metric that marks it)
     ("registers", "registers per thread", "registers"),
@@ -49,12 +49,32 @@ def sparkline_svg(values: list[float | None]) -> Markup:
                   f'points="{points}"/></svg>')
 
 
+def _point_label(point: dict[str, Any]) -> str:
+    return point["labels"].get("triton") or point["run"][:6]
+
+
 def chart_svg(points: list[dict[str, Any]], key: str, label: str, flags: list[dict[str, Any]]) -> Markup:
+    """A line over the points, the low and high values on the left, each point's Triton label (or
+    run) below when they fit, and the flagged steps as big linked dots."""
     values = [point.get(key) for point in points]
-    at, low, high = _scale(values, WIDTH, HEIGHT, PAD)
-    parts = [(f'<svg class="history-chart" viewBox="0 0 {WIDTH} {HEIGHT}" width="100%" height="{HEIGHT}" role="img" '
+    left, bottom = 56, 18
+    scale, low, high = _scale(values, WIDTH - left - 20, HEIGHT - bottom, PAD)
+
+    def at(index: int, value: float) -> tuple[float, float]:
+        x, y = scale(index, value)
+        return x + left, y
+
+    parts = [(f'<svg class="history-chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
               f'aria-label="{escape(label)}"><title>{escape(label)}: {escape(_number(low))} … '
-              f'{escape(_number(high))}</title>')]
+              f'{escape(_number(high))}</title>'),
+             f'<text class="axis" x="{left - 6}" y="{PAD + 4}" text-anchor="end">{escape(_number(high))}</text>',
+             f'<text class="axis" x="{left - 6}" y="{HEIGHT - bottom - PAD}" text-anchor="end">{escape(_number(low))}</text>',
+             f'<line class="axis" x1="{left}" y1="{HEIGHT - bottom}" x2="{WIDTH}" y2="{HEIGHT - bottom}"/>']
+    if len(points) <= 16:
+        for index, point in enumerate(points):
+            x, _ = at(index, low)
+            parts.append(f'<text class="axis" x="{x:.1f}" y="{HEIGHT - 4}" text-anchor="middle">'
+                         f'{escape(_point_label(point)[:12])}</text>')
     line = " ".join("{:.1f},{:.1f}".format(*at(i, v)) for i, v in enumerate(values) if v is not None)
     if line:
         parts.append(f'<polyline fill="none" stroke="currentColor" stroke-width="1.5" points="{line}"/>')
@@ -62,7 +82,7 @@ def chart_svg(points: list[dict[str, Any]], key: str, label: str, flags: list[di
         if value is None:
             continue
         x, y = at(index, value)
-        title = escape(f"{point['run'][:8]} {point['labels'].get('triton', '')} {point['created_at'][:16]}: {_number(value)}")
+        title = escape(f"{point['run'][:8]} {_point_label(point)} {point['created_at'][:16]}: {_number(value)}")
         parts.append(f'<a href="{escape(point["compilation"])}"><circle cx="{x:.1f}" cy="{y:.1f}" r="3">'
                      f'<title>{title}</title></circle></a>')
     for flag in flags:
@@ -84,8 +104,8 @@ def history_charts(data: dict[str, Any]) -> list[dict[str, Any]]:
     for number, series in enumerate(data["series"]):
         charts = []
         for key, label, metric in METRICS:
-            if not any(point.get(key) is not None for point in series["points"]):
-                continue
+            if not any(point.get(key) for point in series["points"]):
+                continue  # never measured, or zero throughout (no spills, no pass dumps)
             marked = [flag for flag in series["flags"] if metric is not None and flag["metric"] == metric]
             charts.append({"key": key, "label": label, "svg": chart_svg(series["points"], key, label, marked),
                            "last": series["points"][-1].get(key), "flags": len(marked)})

@@ -34,6 +34,11 @@ def _visible(visible: ColumnElement[bool] | None) -> ColumnElement[bool]:
     return true() if visible is None else visible
 
 
+def _whole(value: float | None) -> float | int | None:
+    """Occupancy is warps per SM (NVIDIA) or waves per SIMD (AMD): whole numbers, stored as floats."""
+    return int(value) if value is not None and float(value).is_integer() else value
+
+
 def point_dict(row: Any, urls: Urls) -> dict[str, Any]:
     cid = compilation_id(row.run_id, row.ordinal)
     return {
@@ -42,7 +47,7 @@ def point_dict(row: Any, urls: Urls) -> dict[str, Any]:
         "compilation": urls.compilation(row.run_id, row.ordinal), "compilation_id": cid,
         "triton_version": row.triton_version, "status": row.status,
         "registers": row.registers, "spill_bytes": row.spill_bytes, "shared_bytes": row.shared_bytes,
-        "occupancy": row.occupancy, "time_ns": row.time_ns, "autotune_ms": row.autotune_ms, "picked": row.picked,
+        "occupancy": _whole(row.occupancy), "time_ns": row.time_ns, "autotune_ms": row.autotune_ms, "picked": row.picked,
         "ir_lines": row.ir_lines or {}, "passes_changed": row.passes_changed, "ops": row.ops or {},
     }
 
