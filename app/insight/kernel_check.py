@@ -82,7 +82,7 @@ def check_run(session: Session, run_id: str, urls: Urls, visible: ColumnElement[
             new_kernels.append({**_described(row), "compilation": urls.compilation(row.run_id, row.ordinal)})
             continue
         used.setdefault(before.run_id, None)
-        points = [point_dict(before, urls), point_dict(row, urls)]
+        points = [point_dict(before, urls), point_dict(row, urls)]  # flag_dicts reads their "_dumps"
         for flag in flag_dicts(session, points, [before.compilation_pk, row.compilation_pk], thresholds, urls):
             flag = {**_described(row), **flag, "fails": flag["direction"] == "worse" and flag["metric"] in fail_on}
             flag.pop("from_index"), flag.pop("to_index")

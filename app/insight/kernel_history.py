@@ -27,7 +27,7 @@ POINT_COLUMNS = (KernelPoint.compilation_pk, KernelPoint.run_id, KernelPoint.cre
                  KernelPoint.series, KernelPoint.config, KernelPoint.triton_version, KernelPoint.status,
                  KernelPoint.registers, KernelPoint.spill_bytes, KernelPoint.shared_bytes, KernelPoint.occupancy,
                  KernelPoint.time_ns, KernelPoint.autotune_ms, KernelPoint.picked, KernelPoint.passes_changed,
-                 KernelPoint.ir_lines, KernelPoint.ops, Compilation.ordinal, Run.labels, Run.title)
+                 KernelPoint.ir_lines, KernelPoint.ops, Compilation.ordinal, Compilation.counts, Run.labels, Run.title)
 
 
 def _visible(visible: ColumnElement[bool] | None) -> ColumnElement[bool]:
@@ -37,6 +37,10 @@ def _visible(visible: ColumnElement[bool] | None) -> ColumnElement[bool]:
 def _whole(value: float | None) -> float | int | None:
     """Occupancy is warps per SM (NVIDIA) or waves per SIMD (AMD): whole numbers, stored as floats."""
     return int(value) if value is not None and float(value).is_integer() else value
+
+
+def _public(point: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in point.items() if not key.startswith("_")}
 
 
 def point_dict(row: Any, urls: Urls) -> dict[str, Any]:
@@ -49,6 +53,7 @@ def point_dict(row: Any, urls: Urls) -> dict[str, Any]:
         "registers": row.registers, "spill_bytes": row.spill_bytes, "shared_bytes": row.shared_bytes,
         "occupancy": _whole(row.occupancy), "time_ns": row.time_ns, "autotune_ms": row.autotune_ms, "picked": row.picked,
         "ir_lines": row.ir_lines or {}, "passes_changed": row.passes_changed, "ops": row.ops or {},
+        "_dumps": sum((row.counts or {}).values()),  # pass dumps: none, no first effect pass to look for
     }
 
 
@@ -100,7 +105,8 @@ def flag_dicts(session: Session, points: list[dict[str, Any]], keys: list[int], 
             "from_compilation": before["compilation"], "to_compilation": after["compilation"],
             "compare": urls.compare(before["compilation_id"], after["compilation_id"]),
             "first_effect_pass": first_effect_pass(session, before["compilation_id"], after["compilation_id"],
-                                                   (keys[found["from_index"]], keys[found["to_index"]])),
+                                                   (keys[found["from_index"]], keys[found["to_index"]]))
+            if before["_dumps"] and after["_dumps"] else None,
         })
     return out
 
@@ -132,47 +138,60 @@ def kernel_history(session: Session, name: str, urls: Urls, visible: ColumnEleme
     series = []
     for (target, _key), members in sorted(grouped.items(), key=lambda item: (item[0][0], -len(item[1]), item[0][1])):
         points = [point_dict(row, urls) for row in members]
-        series.append({
-            "target": target or None, "config": members[0].config or {}, "points": points,
-            "flags": flag_dicts(session, points, [row.compilation_pk for row in members], thresholds, urls),
-        })
+        flags = flag_dicts(session, points, [row.compilation_pk for row in members], thresholds, urls)
+        for point in points:
+            del point["_dumps"]
+        series.append({"target": target or None, "config": members[0].config or {}, "points": points, "flags": flags})
     return {"name": name, "url": urls.kernel(name), "order": f"label:{label}" if label else "run",
             "total_points": total, "shown_points": len(rows), "limit": limit, "series": series,
             "orders": {"run": urls.kernel(name), "label:triton": urls.kernel(name, "label:triton")}}
 
 
-def _spark(session: Session, name: str, visible: ColumnElement[bool] | None) -> tuple[Any, list]:
-    """The newest point of a kernel and the last SPARK_POINTS of its series (oldest first)."""
-    rows = session.execute(points_query(visible).where(KernelPoint.kernel == name)
-                           .order_by(KernelPoint.created_at.desc(), KernelPoint.run_id.desc())
-                           .limit(SPARK_POINTS * 4)).all()
+SPARK_COLUMNS = (KernelPoint.compilation_pk, KernelPoint.target, KernelPoint.series, KernelPoint.registers,
+                 KernelPoint.time_ns)
+
+
+def _spark(session: Session, name: str, visible: ColumnElement[bool] | None) -> tuple[int | None, list]:
+    """The newest point of a kernel and the last SPARK_POINTS of its series (oldest first): no JSON
+    column read, so twenty kernels cost twenty small index scans."""
+    statement = select(*SPARK_COLUMNS).where(KernelPoint.kernel == name)
+    if visible is not None:
+        statement = statement.join(Run, Run.id == KernelPoint.run_id).where(visible)
+    rows = session.execute(statement.order_by(KernelPoint.created_at.desc(), KernelPoint.run_id.desc())
+                           .limit(SPARK_POINTS * 2)).all()
     if not rows:
         return None, []
     latest = rows[0]
     same = [row for row in rows if row.series == latest.series and row.target == latest.target][:SPARK_POINTS]
-    return latest, list(reversed(same))
+    return latest.compilation_pk, list(reversed(same))
 
 
 def kernel_list(session: Session, urls: Urls, visible: ColumnElement[bool] | None, query: str = "") -> dict[str, Any]:
     """Every kernel the reader may see: runs, last seen, latest numbers, a sparkline of its newest series."""
     statement = (select(KernelPoint.kernel, func.count(func.distinct(KernelPoint.run_id)).label("runs"),
                         func.max(KernelPoint.created_at).label("last_seen"))
-                 .join(Run, Run.id == KernelPoint.run_id).where(_visible(visible))
                  .group_by(KernelPoint.kernel).order_by(func.max(KernelPoint.created_at).desc(), KernelPoint.kernel)
                  .limit(KERNELS_SHOWN))
+    if visible is not None:
+        statement = statement.join(Run, Run.id == KernelPoint.run_id).where(visible)
     words = query.split()
     for word in words:
         escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         statement = statement.where(KernelPoint.kernel.ilike(f"%{escaped}%", escape="\\"))
-    kernels = []
+    found = []
     for name, runs, last_seen in session.execute(statement).all():
         latest, spark = _spark(session, name, visible)
-        if latest is None:
-            continue
-        metric = "time_ns" if any(row.time_ns for row in spark) else "registers"
+        if latest is not None:
+            found.append((name, runs, last_seen, latest, spark))
+    latest_rows = {row.compilation_pk: row for row in session.execute(points_query(None).where(
+        KernelPoint.compilation_pk.in_([entry[3] for entry in found])))} if found else {}
+    kernels = []
+    for name, runs, last_seen, latest, spark in found:
+        row = latest_rows[latest]
+        metric = "time_ns" if any(point.time_ns for point in spark) else "registers"
         kernels.append({
             "name": name, "url": urls.kernel(name), "runs": runs, "last_seen": iso_time(last_seen),
-            "latest": {**point_dict(latest, urls), "target": latest.target, "config": latest.config or {}},
-            "sparkline": {"metric": metric, "values": [getattr(row, metric) for row in spark]},
+            "latest": {**_public(point_dict(row, urls)), "target": row.target, "config": row.config or {}},
+            "sparkline": {"metric": metric, "values": [getattr(point, metric) for point in spark]},
         })
     return {"q": query, "count": len(kernels), "kernels": kernels}
