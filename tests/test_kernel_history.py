@@ -178,6 +178,15 @@ def test_history_sees_only_what_search_sees_and_deleting_a_run_removes_its_point
         assert [k["runs"] for k in client.get("/kernels.json", headers=as_bob).json()["kernels"]] == [1]
         check = client.get(f"/runs/{listed['run']}/check.json", headers=as_bob).json()
         assert len(check["new_kernels"]) == 2  # alice's unlisted run is no baseline for bob
+        anonymous = client.get("/kernels.json").json()
+        assert [k["runs"] for k in anonymous["kernels"]] == [1]
+        assert client.get("/kernels", headers={"Accept": "text/html"}).status_code == 200  # drawn from the kept list
+        assert client.get("/kernels.json").json()["cached"] is True
+        unlisted = client.patch(f"/runs/{listed['run']}", json={"listed": False}, headers=as_bob)
+        assert unlisted.status_code == 200, unlisted.text
+        assert client.get("/kernels.json").json()["kernels"] == []  # the kept list went with the change
+        assert "sparkline_svg" not in client.get("/kernels.json", headers=as_bob).json()["kernels"][0]
+        assert client.patch(f"/runs/{listed['run']}", json={"listed": True}, headers=as_bob).status_code == 200
         as_alice = {"Authorization": f"Bearer {alice}"}
         assert client.get("/kernels/matmul_kernel.json", headers=as_alice).json()["total_points"] == 4
         delete_run(client.app.state.db, private["run"], "test:")

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
 from app.insight.kernel_flags import METRICS, Thresholds
-from app.insight.kernel_history import _visible, flag_dicts, point_dict, points_query
+from app.insight.kernel_history import _visible, config_of, flag_dicts, point_dict, points_query
 from app.insight.run_search import label_condition
 from app.store.models import KernelPoint, Run
 from app.urls import Urls
@@ -38,7 +38,7 @@ def _key(row: Any) -> tuple[str, str, str]:
 
 
 def _described(row: Any) -> dict[str, Any]:
-    return {"kernel": row.kernel, "target": row.target, "config": row.config or {}}
+    return {"kernel": row.kernel, "target": row.target, "config": config_of(row)}
 
 
 def check_run(session: Session, run_id: str, urls: Urls, visible: ColumnElement[bool] | None,

@@ -5,6 +5,7 @@ a deleted run takes its points with it."""
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from typing import Any
 
@@ -16,6 +17,7 @@ from app.insight.comparisons import CompareNotFound, load_side, op_counts
 from app.insight.kernel_flags import Thresholds, series_flags
 from app.insight.page_data import iso_time
 from app.insight.pass_alignment import align, effects, first_effect_divergence, moves
+from app.store.generation import history_generation
 from app.store.labels import version_key
 from app.store.models import Compilation, KernelPoint, Run
 from app.urls import Urls, compilation_id
@@ -24,10 +26,11 @@ MAX_POINTS = 5000
 SPARK_POINTS = 30
 KERNELS_SHOWN = 500
 POINT_COLUMNS = (KernelPoint.compilation_pk, KernelPoint.run_id, KernelPoint.created_at, KernelPoint.target,
-                 KernelPoint.series, KernelPoint.config, KernelPoint.triton_version, KernelPoint.status,
+                 KernelPoint.series, KernelPoint.triton_version, KernelPoint.status,
                  KernelPoint.registers, KernelPoint.spill_bytes, KernelPoint.shared_bytes, KernelPoint.occupancy,
                  KernelPoint.time_ns, KernelPoint.autotune_ms, KernelPoint.picked, KernelPoint.passes_changed,
-                 KernelPoint.ir_lines, KernelPoint.ops, Compilation.ordinal, Compilation.counts, Run.labels, Run.title)
+                 KernelPoint.ir_lines, KernelPoint.ops, Compilation.ordinal, Compilation.origin, Run.labels, Run.title)
+# The config is the series key's JSON (app/insight/kernel_points.py), read once per series, not per point.
 
 
 def _visible(visible: ColumnElement[bool] | None) -> ColumnElement[bool]:
@@ -37,6 +40,13 @@ def _visible(visible: ColumnElement[bool] | None) -> ColumnElement[bool]:
 def _whole(value: float | None) -> float | int | None:
     """Occupancy is warps per SM (NVIDIA) or waves per SIMD (AMD): whole numbers, stored as floats."""
     return int(value) if value is not None and float(value).is_integer() else value
+
+
+def config_of(row: Any) -> dict[str, Any]:
+    try:
+        return json.loads(row.series)
+    except ValueError:
+        return {}
 
 
 def _public(point: dict[str, Any]) -> dict[str, Any]:
@@ -53,7 +63,7 @@ def point_dict(row: Any, urls: Urls) -> dict[str, Any]:
         "registers": row.registers, "spill_bytes": row.spill_bytes, "shared_bytes": row.shared_bytes,
         "occupancy": _whole(row.occupancy), "time_ns": row.time_ns, "autotune_ms": row.autotune_ms, "picked": row.picked,
         "ir_lines": row.ir_lines or {}, "passes_changed": row.passes_changed, "ops": row.ops or {},
-        "_dumps": sum((row.counts or {}).values()),  # pass dumps: none, no first effect pass to look for
+        "_dumps": row.origin == "log",  # pass dumps: without them, no first effect pass to look for
     }
 
 
@@ -141,7 +151,7 @@ def kernel_history(session: Session, name: str, urls: Urls, visible: ColumnEleme
         flags = flag_dicts(session, points, [row.compilation_pk for row in members], thresholds, urls)
         for point in points:
             del point["_dumps"]
-        series.append({"target": target or None, "config": members[0].config or {}, "points": points, "flags": flags})
+        series.append({"target": target or None, "config": config_of(members[0]), "points": points, "flags": flags})
     return {"name": name, "url": urls.kernel(name), "order": f"label:{label}" if label else "run",
             "total_points": total, "shown_points": len(rows), "limit": limit, "series": series,
             "orders": {"run": urls.kernel(name), "label:triton": urls.kernel(name, "label:triton")}}
@@ -166,8 +176,27 @@ def _spark(session: Session, name: str, visible: ColumnElement[bool] | None) -> 
     return latest.compilation_pk, list(reversed(same))
 
 
-def kernel_list(session: Session, urls: Urls, visible: ColumnElement[bool] | None, query: str = "") -> dict[str, Any]:
-    """Every kernel the reader may see: runs, last seen, latest numbers, a sparkline of its newest series."""
+_LISTS: OrderedDict[tuple, dict[str, Any]] = OrderedDict()  # (generation, reader, query) -> the list
+
+
+def kernel_list(session: Session, urls: Urls, visible: ColumnElement[bool] | None, query: str = "",
+                reader: tuple = ()) -> dict[str, Any]:
+    """Every kernel the reader may see: runs, last seen, latest numbers, a sparkline of its newest
+    series. It groups every point, so it is kept per worker while the history's generation stands
+    (app/store/generation.py: any change to the points or to which runs are listed moves it);
+    `reader` names whom `visible` lets see what (the same reader, the same runs)."""
+    key = (history_generation(session), reader, query, urls.base)
+    if key in _LISTS:
+        _LISTS.move_to_end(key)
+        return {**_LISTS[key], "cached": True}
+    found = _kernel_list(session, urls, visible, query)
+    _LISTS[key] = found
+    while len(_LISTS) > 256:
+        _LISTS.popitem(last=False)
+    return {**found, "cached": False}
+
+
+def _kernel_list(session: Session, urls: Urls, visible: ColumnElement[bool] | None, query: str) -> dict[str, Any]:
     statement = (select(KernelPoint.kernel, func.count(func.distinct(KernelPoint.run_id)).label("runs"),
                         func.max(KernelPoint.created_at).label("last_seen"))
                  .group_by(KernelPoint.kernel).order_by(func.max(KernelPoint.created_at).desc(), KernelPoint.kernel)
@@ -191,7 +220,7 @@ def kernel_list(session: Session, urls: Urls, visible: ColumnElement[bool] | Non
         metric = "time_ns" if any(point.time_ns for point in spark) else "registers"
         kernels.append({
             "name": name, "url": urls.kernel(name), "runs": runs, "last_seen": iso_time(last_seen),
-            "latest": {**_public(point_dict(row, urls)), "target": row.target, "config": row.config or {}},
+            "latest": {**_public(point_dict(row, urls)), "target": row.target, "config": config_of(row)},
             "sparkline": {"metric": metric, "values": [getattr(point, metric) for point in spark]},
         })
     return {"q": query, "count": len(kernels), "kernels": kernels}

@@ -20,6 +20,7 @@ from app.insight.autotune import by_compilation, run_autotune
 from app.insight.comparisons import FINAL_STAGES, Side, final_stages
 from app.insight.kernel_config import compilation_config, tile_text
 from app.insight.resources import compilation_resources
+from app.store.generation import bump_history
 from app.store.models import Compilation, KernelPoint, ProfileKernel, Run, Snapshot
 from app.urls import Urls, compilation_id
 
@@ -119,6 +120,7 @@ def write_points(session: Session, run: Run) -> int:
     session.execute(delete(KernelPoint).where(KernelPoint.run_id == run.id))
     if rows:
         session.execute(insert(KernelPoint.__table__), rows)
+    bump_history(session)
     return len(rows)
 
 

@@ -13,6 +13,7 @@ import zlib
 from datetime import UTC, datetime
 
 from sqlalchemy import (
+    DDL,
     JSON,
     Boolean,
     DateTime,
@@ -25,6 +26,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     case,
+    event,
     false,
     func,
     select,
@@ -517,6 +519,16 @@ class ProfileKernel(Base):
     data: Mapped[dict] = mapped_column(ZippedJSON)
 
 
+class HistoryGeneration(Base):
+    """One row (id 1) whose `value` goes up with every change to what kernel history lists: a run's
+    points written or deleted, a run listed or unlisted (app/store/generation.py). Every worker
+    process keeps the list of kernels (a scan of all points) for as long as the value stands."""
+
+    __tablename__ = "history_generation"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    value: Mapped[int] = mapped_column(Integer, default=0)
+
+
 class KernelPoint(Base):
     """One compilation as a point of its kernel's history (app/insight/kernel_points.py): the numbers
     the history pages and `irlens check` read, summed up once at ingest so that a kernel's history
@@ -545,3 +557,8 @@ class KernelPoint(Base):
     ops: Mapped[dict] = mapped_column(JSON, default=dict)
     # A kernel's history reads its points newest first; the list of kernels groups by name.
     __table_args__ = (Index("ix_kernel_points_kernel_created", "kernel", "created_at", "run_id"),)
+
+
+# The one generation row exists from the start (a schema made from these models, or migration 0019_i34).
+event.listen(HistoryGeneration.__table__, "after_create",
+             DDL("INSERT INTO history_generation (id, value) VALUES (1, 0)"))

@@ -3,7 +3,8 @@
 `runs.labels` (JSON, NULL for runs stored before): {"triton": "3.7.1", "commit": "abc123", ...}.
 `kernel_points`: per compilation, the numbers the history pages and `irlens check` read
 (registers, spill bytes, time, ...), written at ingest (app/insight/kernel_points.py); runs stored
-before this revision get theirs from `irlens index --backfill`.
+before this revision get theirs from `irlens index --backfill`. `history_generation`: one row whose
+value goes up with every change to what the list of kernels shows (app/store/generation.py).
 
 Revision ID: 0019_i34
 Revises: 0018
@@ -47,10 +48,17 @@ def upgrade() -> None:
         sa.Column("ops", sa.JSON(), nullable=False),
     )
     op.create_index("ix_kernel_points_run_id", "kernel_points", ["run_id"])
+    generation = op.create_table(
+        "history_generation",
+        sa.Column("id", sa.Integer(), primary_key=True, autoincrement=False),
+        sa.Column("value", sa.Integer(), nullable=False),
+    )
+    op.bulk_insert(generation, [{"id": 1, "value": 0}])
     op.create_index("ix_kernel_points_kernel_created", "kernel_points", ["kernel", "created_at", "run_id"])
 
 
 def downgrade() -> None:
+    op.drop_table("history_generation")
     op.drop_index("ix_kernel_points_kernel_created", "kernel_points")
     op.drop_index("ix_kernel_points_run_id", "kernel_points")
     op.drop_table("kernel_points")

@@ -24,11 +24,14 @@ MAX_QUERY = 500
 @router.get("/kernels")
 @router.get("/kernels.json")
 def kernels_page(request: Request, session: SessionDep, urls: UrlsDep, identity: IdentityDep, q: str = ""):
-    visible = visible_runs(identity, request.app.state.settings)
-    data = kernel_list(session, urls, visible, q[:MAX_QUERY])
-    if not wants_json(request):
-        for kernel in data["kernels"]:
-            kernel["sparkline_svg"] = sparkline_svg(kernel["sparkline"]["values"])
+    settings: Settings = request.app.state.settings
+    visible = visible_runs(identity, settings)
+    # Whom `visible` lets see what: everyone alike without tokens, else listed runs plus one's own.
+    reader = ("all",) if visible is None else ("listed", identity.name or "")
+    data = kernel_list(session, urls, visible, q[:MAX_QUERY], reader)
+    if not wants_json(request):  # the list may be a worker's kept copy: drawn on copies of its rows
+        data = {**data, "kernels": [{**kernel, "sparkline_svg": sparkline_svg(kernel["sparkline"]["values"])}
+                                    for kernel in data["kernels"]]}
     return respond(request, "kernels.html", data)
 
 

@@ -11,13 +11,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Form, HTTPException, Request
 from fastapi.responses import JSONResponse, RedirectResponse
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, object_session
 
 from app.insight.op_search import search_compilations, split_query
 from app.insight.page_data import iso_time
 from app.insight.run_search import search_runs
 from app.insight.search_suggest import suggest
 from app.settings import Settings
+from app.store.generation import bump_history
 from app.store.labels import LabelError, labels_text, parse_labels
 from app.store.models import Run
 from app.store.retention import delete_run
@@ -88,6 +89,7 @@ def _apply(run: Run, title: str | None, tags: list[str] | None, listed: bool | N
     if listed is not None and listed != bool(run.listed):
         run.listed = listed
         changed.append("listed")
+        bump_history(object_session(run))  # who sees the run's kernels changed
     return changed
 
 
