@@ -235,6 +235,22 @@ def bench(db_url: str, runs: int, kernels: int, checks: int, rounds: int) -> dic
     return results
 
 
+def bench_on_postgres(workdir: Path, runs: int, checks: int, rounds: int, kernels: int = 20) -> dict:
+    """On IRLENS_BENCH_PG_URL (an empty database), else on a throwaway server from .ci/postgres.sh."""
+    url = os.environ.get("IRLENS_BENCH_PG_URL")
+    if url:
+        return bench(url, runs, kernels, checks, rounds)
+    env = {**os.environ, "PG_DIR": str(workdir / "postgres"), "PG_DB": "irlens_bench_history"}
+    script = str(REPO / ".ci" / "postgres.sh")
+    started = subprocess.run(["bash", script, "start"], capture_output=True, text=True, env=env, timeout=300, check=False)
+    if started.returncode != 0:
+        raise RuntimeError(f".ci/postgres.sh start failed: {started.stderr.strip()[-300:]}")
+    try:
+        return bench(started.stdout.strip().splitlines()[-1], runs, kernels, checks, rounds)
+    finally:
+        subprocess.run(["bash", script, "stop"], capture_output=True, env=env, timeout=300, check=False)
+
+
 def table_rows(results: dict | None) -> list[tuple[str, str, str, str]]:
     if not results:
         return []
