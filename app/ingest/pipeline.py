@@ -35,7 +35,7 @@ from app.store.blobs import BlobWriter
 from app.store.labels import with_triton
 from app.store.models import Compilation, Run
 from parsers import registry
-from parsers.sources import InputFile, InputLimitExceeded, Limits, SourceWalker
+from parsers.inputs.sources import InputFile, InputLimitExceeded, Limits, SourceWalker
 
 __all__ = ["Ingest", "IngestError", "new_run_id"]
 
