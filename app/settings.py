@@ -100,7 +100,7 @@ class Settings(BaseSettings):
         "least this many percent, where both points have a profile.",
     )
     history_points: int = Field(
-        500,
+        200,
         description="Most points of a kernel's history a page shows (the newest; `?limit=` asks for up to 5000).",
     )
     forwarded_allow_ips: str = Field(

@@ -129,7 +129,7 @@ def parse_order(order: str | None) -> str | None:
 
 
 def kernel_history(session: Session, name: str, urls: Urls, visible: ColumnElement[bool] | None,
-                   thresholds: Thresholds, order: str | None = None, limit: int = 500) -> dict[str, Any]:
+                   thresholds: Thresholds, order: str | None = None, limit: int = 200) -> dict[str, Any]:
     """{"name", "series": [{"target", "config", "points", "flags"}], ...}: the newest `limit` points."""
     limit = max(1, min(limit, MAX_POINTS))
     label = parse_order(order)
