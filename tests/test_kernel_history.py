@@ -220,3 +220,32 @@ def test_step_flags_follow_the_thresholds():
     failed = step_flags(base, {"status": "failed"}, Thresholds())
     assert [(f["metric"], f["direction"]) for f in failed] == [("status", "worse")]
     assert step_flags(base, {**base, "registers": 120}, Thresholds(registers_percent=25)) == []
+
+
+def test_irlens_check_on_a_server_with_a_token(tmp_path):
+    """`irlens check --server URL --token T` against a real `irlens serve` requiring tokens."""
+    import json
+    import subprocess
+    import sys
+
+    from bench.server import serve
+
+    db_url = fresh_db_url(tmp_path)
+    with serve(db_url, tmp_path / "data", env={"IRLENS_REQUIRE_TOKEN": "true"}) as (url, _log):
+        made = subprocess.run([sys.executable, "-m", "app.cli", "token", "create", "ci", "--db", db_url],
+                              capture_output=True, text=True, check=True)
+        token = made.stdout.strip().splitlines()[-1]
+
+        def check(*args: str) -> subprocess.CompletedProcess:
+            return subprocess.run([sys.executable, "-m", "app.cli", "check", "--server", url, "--token", token, *args],
+                                  capture_output=True, text=True, timeout=600, check=False)
+
+        first = check("--label", "branch=main", "--json", str(T39))
+        assert first.returncode == 0, first.stderr
+        assert json.loads(first.stdout)["labels"] == {"branch": "main", "triton": "3.9.0"}
+        worse = check("--baseline", "label:branch=main", "--format", "markdown", str(T31))
+        assert worse.returncode == 1, worse.stderr
+        assert f"[compare]({url}/compare/" in worse.stdout and "spills ❌" in worse.stdout
+        refused = subprocess.run([sys.executable, "-m", "app.cli", "check", "--server", url, "--token", "irl_forged",
+                                  str(T31)], capture_output=True, text=True, timeout=600, check=False)
+        assert refused.returncode == 2 and "401" in refused.stderr
