@@ -249,3 +249,35 @@ def test_irlens_check_on_a_server_with_a_token(tmp_path):
         refused = subprocess.run([sys.executable, "-m", "app.cli", "check", "--server", url, "--token", "irl_forged",
                                   str(T31)], capture_output=True, text=True, timeout=600, check=False)
         assert refused.returncode == 2 and "401" in refused.stderr
+
+
+def test_a_compile_that_starts_failing_is_a_status_step_of_its_series(client):
+    """A failed compile has no cache metadata, so its config names the tile (from its TTIR dump) but
+    not the warps: it joins the one series it fits, and the step is flagged `status`."""
+    from datetime import UTC, datetime
+
+    from app.insight.kernel_points import series_key
+    from app.store.models import Run
+
+    upload(client, T31, label="triton=3.1.0")
+    with client.app.state.db.session() as session:
+        run = Run(id="f" * 32, title="failed", created_at=datetime(2030, 1, 1, tzinfo=UTC), labels={"triton": "3.9.0"})
+        session.add(run)
+        session.flush()
+        compilation = Compilation(run_id=run.id, ordinal=1, kernel="matmul_kernel", origin="log", target="cuda:90",
+                                  status="failed", counts={}, changed=0)
+        session.add(compilation)
+        session.flush()
+        config = {"tile": "256x256x64"}
+        session.add(KernelPoint(compilation_pk=compilation.pk, run_id=run.id, created_at=run.created_at,
+                                kernel="matmul_kernel", target="cuda:90", series=series_key(config), config=config,
+                                status="failed", ir_lines={}, ops={}))
+        session.commit()
+    history = client.get("/kernels/matmul_kernel.json").json()
+    assert len(history["series"]) == 2
+    [home] = [s for s in history["series"] if s["config"]["tile"] == "256x256x64"]
+    assert [p["status"] for p in home["points"]] == ["ok", "failed"]
+    assert [(f["metric"], f["direction"]) for f in home["flags"]] == [("status", "worse")]
+    check = client.get(f"/runs/{'f' * 32}/check.json").json()
+    assert [(f["metric"], f["config"]) for f in check["regressions"]] == [("status", config)] and check["failed"]
+    assert len(check["missing_kernels"]) == 1  # the 128x128 config, not compiled at all this time

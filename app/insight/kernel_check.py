@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
 from app.insight.kernel_flags import METRICS, Thresholds
-from app.insight.kernel_history import _visible, config_of, flag_dicts, point_dict, points_query
+from app.insight.kernel_history import _visible, compatible, config_of, flag_dicts, point_dict, points_query
 from app.insight.run_search import label_condition
 from app.store.models import KernelPoint, Run
 from app.urls import Urls
@@ -41,6 +41,21 @@ def _described(row: Any) -> dict[str, Any]:
     return {"kernel": row.kernel, "target": row.target, "config": config_of(row)}
 
 
+def _failing_partner(session: Session, statement, row: Any) -> Any | None:
+    """For a point without a baseline of its own series: the newest baseline point of the same kernel
+    and target whose config fits it, where one of the two failed to compile (app/insight/kernel_history.py
+    folds such series the same way)."""
+    mine = config_of(row)
+    for other in session.execute(statement.order_by(KernelPoint.created_at.desc(), KernelPoint.run_id.desc())
+                                 .limit(200)).all():
+        theirs = config_of(other)
+        if row.status == "failed" and other.status != "failed" and compatible(mine, theirs):
+            return other
+        if row.status != "failed" and other.status == "failed" and compatible(theirs, mine):
+            return other
+    return None
+
+
 def check_run(session: Session, run_id: str, urls: Urls, visible: ColumnElement[bool] | None,
               thresholds: Thresholds, baseline: str | None = None, fail_on: list[str] | None = None) -> dict[str, Any]:
     run = session.get(Run, run_id)
@@ -62,10 +77,10 @@ def check_run(session: Session, run_id: str, urls: Urls, visible: ColumnElement[
         if named_run is None:
             raise CheckError(f"no baseline run {baseline}")
     regressions, improvements, new_kernels = [], [], []
+    matched: set[tuple] = set()
     used: dict[str, Run | None] = {}
     for row in mine:
-        statement = query.where(KernelPoint.kernel == row.kernel, KernelPoint.series == row.series,
-                                KernelPoint.run_id != run.id)
+        statement = query.where(KernelPoint.kernel == row.kernel, KernelPoint.run_id != run.id)
         statement = statement.where(KernelPoint.target == row.target) if row.target is not None \
             else statement.where(KernelPoint.target.is_(None))
         if named_run is not None:
@@ -76,12 +91,15 @@ def check_run(session: Session, run_id: str, urls: Urls, visible: ColumnElement[
                 statement = statement.where(condition)
             else:
                 statement = statement.where(KernelPoint.created_at <= run.created_at)
-        before = session.execute(statement.order_by(KernelPoint.created_at.desc(), KernelPoint.run_id.desc())
-                                 .limit(1)).first()
+        before = session.execute(statement.where(KernelPoint.series == row.series)
+                                 .order_by(KernelPoint.created_at.desc(), KernelPoint.run_id.desc()).limit(1)).first()
+        if before is None:  # a compile that starts (or stops) failing says less of its config
+            before = _failing_partner(session, statement, row)
         if before is None:
             new_kernels.append({**_described(row), "compilation": urls.compilation(row.run_id, row.ordinal)})
             continue
         used.setdefault(before.run_id, None)
+        matched.add(_key(before))
         points = [point_dict(before, urls), point_dict(row, urls)]  # flag_dicts reads their "_dumps"
         for flag in flag_dicts(session, points, [before.compilation_pk, row.compilation_pk], thresholds, urls):
             flag = {**_described(row), **flag, "fails": flag["direction"] == "worse" and flag["metric"] in fail_on}
@@ -96,7 +114,7 @@ def check_run(session: Session, run_id: str, urls: Urls, visible: ColumnElement[
     missing: dict[tuple, dict] = {}
     if baseline_runs:
         for row in session.execute(query.where(KernelPoint.run_id.in_(baseline_runs))).all():
-            if _key(row) not in mine_keys:
+            if _key(row) not in mine_keys and _key(row) not in matched:
                 missing.setdefault(_key(row), {**_described(row), "run": row.run_id,
                                                "compilation": urls.compilation(row.run_id, row.ordinal)})
     failed = any(flag["fails"] for flag in regressions)

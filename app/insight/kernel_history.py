@@ -121,6 +121,23 @@ def flag_dicts(session: Session, points: list[dict[str, Any]], keys: list[int], 
     return out
 
 
+def compatible(partial: dict[str, Any], full: dict[str, Any]) -> bool:
+    """Whether a config that says less (a failed compile's: no cache metadata, so no num_warps) fits
+    one that says more: every key it names has the same value there."""
+    return all(key in full and str(full[key]) == str(value) for key, value in partial.items())
+
+
+def _fold_failed(grouped: dict[tuple, list], order: dict[int, int]) -> None:
+    """A series of failed compiles only, whose config fits exactly one other series of the target,
+    joins that series: a compile that starts failing is a step of its series (flagged `status`)."""
+    for key in [key for key, members in grouped.items() if all(row.status == "failed" for row in members)]:
+        config = config_of(grouped[key][0])
+        homes = [other for other, members in grouped.items() if other != key and other[0] == key[0]
+                 and any(row.status != "failed" for row in members) and compatible(config, config_of(members[0]))]
+        if len(homes) == 1:
+            grouped[homes[0]] = sorted(grouped[homes[0]] + grouped.pop(key), key=lambda row: order[id(row)])
+
+
 def parse_order(order: str | None) -> str | None:
     """`label:KEY` (sort by that label's value, as versions) or None (run order)."""
     if order and order.startswith("label:") and 0 < len(order) - 6 <= 40:
@@ -145,6 +162,7 @@ def kernel_history(session: Session, name: str, urls: Urls, visible: ColumnEleme
     grouped: dict[tuple, list] = {}
     for row in rows:
         grouped.setdefault((row.target or "", row.series), []).append(row)
+    _fold_failed(grouped, {id(row): n for n, row in enumerate(rows)})
     series = []
     for (target, _key), members in sorted(grouped.items(), key=lambda item: (item[0][0], -len(item[1]), item[0][1])):
         points = [point_dict(row, urls) for row in members]
