@@ -281,3 +281,20 @@ def test_a_compile_that_starts_failing_is_a_status_step_of_its_series(client):
     check = client.get(f"/runs/{'f' * 32}/check.json").json()
     assert [(f["metric"], f["config"]) for f in check["regressions"]] == [("status", config)] and check["failed"]
     assert len(check["missing_kernels"]) == 1  # the 128x128 config, not compiled at all this time
+
+
+def test_corpus_matmul_across_triton_31_and_39_names_the_compare_pages_first_effect_pass(client):
+    """The corpus's matmul_kernel for sm90 from Triton 3.1.0 and 3.9.0 logs with pass dumps: each flag's
+    first_effect_pass is the one the compare page of its two compilations names."""
+    from tests.conftest import corpus_archive
+
+    old = upload(client, corpus_archive("old_3.1_sm90"), label="triton=3.1.0")
+    new = upload(client, corpus_archive("sm90_mix"))
+    assert new["labels"]["triton"] == "3.9.0"
+    [series] = [s for s in client.get("/kernels/matmul_kernel.json").json()["series"] if s["config"].get("tile")]
+    assert [p["run"] for p in series["points"]] == [old["run"], new["run"]]
+    flags = {flag["metric"]: flag for flag in series["flags"]}
+    assert flags["spills"]["direction"] == "better" and flags["spills"]["after"] == 0
+    compare = client.get(flags["spills"]["compare"] + ".json").json()
+    assert flags["spills"]["first_effect_pass"] == compare["summary"]["first_effect_divergence"]["pass"]
+    assert all(flag["first_effect_pass"] == flags["spills"]["first_effect_pass"] for flag in series["flags"])
