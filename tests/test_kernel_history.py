@@ -298,3 +298,23 @@ def test_corpus_matmul_across_triton_31_and_39_names_the_compare_pages_first_eff
     compare = client.get(flags["spills"]["compare"] + ".json").json()
     assert flags["spills"]["first_effect_pass"] == compare["summary"]["first_effect_divergence"]["pass"]
     assert all(flag["first_effect_pass"] == flags["spills"]["first_effect_pass"] for flag in series["flags"])
+
+
+def test_index_backfill_writes_the_points_of_runs_stored_before_them(tmp_path, capsys):
+    db_url = fresh_db_url(tmp_path)
+    assert irlens_main(["ingest", "--db", db_url, "--quiet", str(T31)]) == 0
+    from app.store.db import Database
+
+    database = Database(db_url)
+    try:
+        with database.session() as session:
+            session.query(KernelPoint).delete()  # as a run stored before kernel history was
+            session.commit()
+        capsys.readouterr()
+        assert irlens_main(["index", "--db", db_url, "--backfill", "--quiet"]) == 0
+        assert "kernel history: 2 points added" in capsys.readouterr().out
+        with database.session() as session:
+            assert sorted(session.scalars(select(KernelPoint.spill_bytes))) == sorted(
+                stack for _, stack in cuobjdump_numbers(T31).values())
+    finally:
+        database.dispose()

@@ -9,7 +9,7 @@ import json
 from collections import OrderedDict
 from typing import Any
 
-from sqlalchemy import and_, func, select, true
+from sqlalchemy import func, select, true
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -150,9 +150,10 @@ def kernel_history(session: Session, name: str, urls: Urls, visible: ColumnEleme
     """{"name", "series": [{"target", "config", "points", "flags"}], ...}: the newest `limit` points."""
     limit = max(1, min(limit, MAX_POINTS))
     label = parse_order(order)
-    condition = and_(KernelPoint.kernel == name, _visible(visible))
-    total = session.scalar(select(func.count()).select_from(KernelPoint).join(Run, Run.id == KernelPoint.run_id)
-                           .where(condition)) or 0
+    counted = select(func.count()).select_from(KernelPoint).where(KernelPoint.kernel == name)
+    if visible is not None:  # else an index-only count
+        counted = counted.join(Run, Run.id == KernelPoint.run_id).where(visible)
+    total = session.scalar(counted) or 0
     rows = session.execute(points_query(visible).where(KernelPoint.kernel == name)
                            .order_by(KernelPoint.created_at.desc(), KernelPoint.run_id.desc(),
                                      KernelPoint.compilation_pk.desc()).limit(limit)).all()
