@@ -29,6 +29,7 @@ from pathlib import Path
 import httpx
 from sqlalchemy import func, insert, select, text
 
+from app.insight.kernel_points import VERSION as POINTS_VERSION
 from app.insight.kernel_points import series_key
 from app.store.db import Database
 from app.store.generation import bump_history
@@ -56,7 +57,7 @@ def _rows(runs: int, kernels: int):
         labels = {"triton": version, "branch": "main" if number % 3 else "pr", "commit": f"{number * 2654435761 % 2**32:08x}"}
         run = {"id": run_id, "title": f"nightly {number}", "created_at": created, "owner": ("alice", "bob")[number % 2],
                "listed": number % 2 == 0, "tags": ["nightly"], "input_bytes": 0, "damaged": 0, "stats": {},
-               "labels": labels}
+               "labels": labels, "points_version": POINTS_VERSION}
         compilations, points = [], []
         for k in range(kernels):
             pk += 1

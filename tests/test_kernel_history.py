@@ -261,7 +261,8 @@ def test_a_compile_that_starts_failing_is_a_status_step_of_its_series(client):
 
     upload(client, T31, label="triton=3.1.0")
     with client.app.state.db.session() as session:
-        run = Run(id="f" * 32, title="failed", created_at=datetime(2030, 1, 1, tzinfo=UTC), labels={"triton": "3.9.0"})
+        run = Run(id="f" * 32, title="failed", created_at=datetime(2030, 1, 1, tzinfo=UTC), labels={"triton": "3.9.0"},
+                  points_version=1)
         session.add(run)
         session.flush()
         compilation = Compilation(run_id=run.id, ordinal=1, kernel="matmul_kernel", origin="log", target="cuda:90",
@@ -304,11 +305,13 @@ def test_index_backfill_writes_the_points_of_runs_stored_before_them(tmp_path, c
     db_url = fresh_db_url(tmp_path)
     assert irlens_main(["ingest", "--db", db_url, "--quiet", str(T31)]) == 0
     from app.store.db import Database
+    from app.store.models import Run
 
     database = Database(db_url)
     try:
         with database.session() as session:
             session.query(KernelPoint).delete()  # as a run stored before kernel history was
+            session.query(Run).update({Run.points_version: None})
             session.commit()
         capsys.readouterr()
         assert irlens_main(["index", "--db", db_url, "--backfill", "--quiet"]) == 0

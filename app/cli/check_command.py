@@ -58,6 +58,7 @@ def _in_database(args: argparse.Namespace, labels: dict, fail_on: list[str]) -> 
     from app.ingest.pipeline import Ingest, IngestError
     from app.insight.kernel_check import CheckError, check_run
     from app.insight.kernel_flags import Thresholds
+    from app.insight.kernel_points import ensure_points
     from app.urls import Urls
 
     settings = settings_from(args)
@@ -70,6 +71,7 @@ def _in_database(args: argparse.Namespace, labels: dict, fail_on: list[str]) -> 
             except IngestError as error:
                 return _fail(str(error))
             session.commit()
+            ensure_points(session, limit=100_000)  # this run's, and any an `irlens ingest` left without
             try:  # the command line reads the database as its owner does: every run
                 return check_run(session, run.id, Urls(settings.base_url), None, Thresholds.from_settings(settings),
                                  baseline=args.baseline, fail_on=fail_on)

@@ -28,7 +28,6 @@ from app.ingest.profiles import ProfileCollector
 from app.ingest.run_writer import RunWriter
 from app.ingest.state import IngestError, IngestState
 from app.ingest.traces import TraceCollector
-from app.insight.kernel_points import write_points
 from app.insight.op_index import OpIndex
 from app.insight.op_term_scan import TermScanner
 from app.store.blobs import BlobWriter
@@ -112,7 +111,6 @@ class Ingest:
         self.profiles.write()
         versions = self.state.session.scalars(select(Compilation.triton_version).where(Compilation.run_id == self.run.id))
         self.run.labels = with_triton(self.run.labels or {}, versions)
-        write_points(self.state.session, self.run)
         return self.run
 
     def _check_something_ingested(self) -> None:

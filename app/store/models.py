@@ -214,6 +214,9 @@ class Run(Base):
     # {"triton": "3.7.1", "commit": "abc123", ...}: what the run was made with (app/store/labels.py);
     # kernel history orders and filters runs by them. None: a run stored before labels existed.
     labels: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    # The version of the kernel history points written for this run (app/insight/kernel_points.py
+    # VERSION); None: not yet (they are written after ingest, in the background or when first read).
+    points_version: Mapped[int | None] = mapped_column(Integer, nullable=True, index=True)
     compilations: Mapped[list[Compilation]] = relationship(
         back_populates="run", order_by="Compilation.ordinal", cascade="all, delete-orphan"
     )

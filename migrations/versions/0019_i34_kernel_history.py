@@ -1,9 +1,11 @@
 """Kernel history: run labels, and one summary row per compilation for a kernel's history.
 
 `runs.labels` (JSON, NULL for runs stored before): {"triton": "3.7.1", "commit": "abc123", ...}.
+`runs.points_version`: the version of the run's kernel_points rows; NULL until they are written (after
+ingest: in the server's background round, or by the first history page or check that needs them).
 `kernel_points`: per compilation, the numbers the history pages and `irlens check` read
-(registers, spill bytes, time, ...), written at ingest (app/insight/kernel_points.py); runs stored
-before this revision get theirs from `irlens index --backfill`. `history_generation`: one row whose
+(registers, spill bytes, time, ...), written once per run (app/insight/kernel_points.py), for runs
+stored before this revision too. `history_generation`: one row whose
 value goes up with every change to what the list of kernels shows (app/store/generation.py).
 
 Revision ID: 0019_i34
@@ -24,6 +26,8 @@ depends_on = None
 
 def upgrade() -> None:
     op.add_column("runs", sa.Column("labels", sa.JSON(), nullable=True))
+    op.add_column("runs", sa.Column("points_version", sa.Integer(), nullable=True))
+    op.create_index("ix_runs_points_version", "runs", ["points_version"])
     op.create_table(
         "kernel_points",
         sa.Column("compilation_pk", sa.Integer(), sa.ForeignKey("compilations.pk", ondelete="CASCADE"),
@@ -62,5 +66,7 @@ def downgrade() -> None:
     op.drop_index("ix_kernel_points_kernel_created", "kernel_points")
     op.drop_index("ix_kernel_points_run_id", "kernel_points")
     op.drop_table("kernel_points")
+    op.drop_index("ix_runs_points_version", "runs")
     with op.batch_alter_table("runs") as batch:
+        batch.drop_column("points_version")
         batch.drop_column("labels")

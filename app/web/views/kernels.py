@@ -11,6 +11,7 @@ from app.insight.kernel_charts import history_charts, sparkline_svg
 from app.insight.kernel_check import CheckError, check_run, markdown, parse_fail_on
 from app.insight.kernel_flags import Thresholds
 from app.insight.kernel_history import MAX_POINTS, kernel_history, kernel_list
+from app.insight.kernel_points import ensure_points
 from app.settings import Settings
 from app.store.models import Run
 from app.urls import parse_int
@@ -19,6 +20,9 @@ from app.web.responder import SessionDep, UrlsDep, respond, strip_json, wants_js
 
 router = APIRouter()
 MAX_QUERY = 500
+# Runs whose points a request writes before reading (those the background round has not reached:
+# usually none, or the upload of a moment ago).
+PENDING_PER_REQUEST = 20
 
 
 @router.get("/kernels")
@@ -28,6 +32,7 @@ def kernels_page(request: Request, session: SessionDep, urls: UrlsDep, identity:
     visible = visible_runs(identity, settings)
     # Whom `visible` lets see what: everyone alike without tokens, else listed runs plus one's own.
     reader = ("all",) if visible is None else ("listed", identity.name or "")
+    ensure_points(session, limit=PENDING_PER_REQUEST)
     data = kernel_list(session, urls, visible, q[:MAX_QUERY], reader)
     if not wants_json(request):  # the list may be a worker's kept copy: drawn on copies of its rows
         data = {**data, "kernels": [{**kernel, "sparkline_svg": sparkline_svg(kernel["sparkline"]["values"])}
@@ -43,6 +48,7 @@ def kernel_page(request: Request, name: str, session: SessionDep, urls: UrlsDep,
     if not name or len(name) > 500:
         raise HTTPException(404, "no such kernel")
     shown = parse_int(limit) if limit else settings.history_points
+    ensure_points(session, limit=PENDING_PER_REQUEST)
     data = kernel_history(session, name, urls, visible_runs(identity, settings), Thresholds.from_settings(settings),
                           order=order[:60] or None, limit=min(shown or settings.history_points, MAX_POINTS))
     if not data["series"]:
@@ -61,6 +67,8 @@ def run_check(request: Request, run_id: str, session: SessionDep, urls: UrlsDep,
     run_id = strip_json(run_id)
     if session.get(Run, run_id) is None:
         raise HTTPException(404, "no such run")
+    ensure_points(session, [run_id])  # a check right after its upload: before the background round
+    ensure_points(session, limit=PENDING_PER_REQUEST)
     try:
         data = check_run(session, run_id, urls, visible_runs(identity, settings), Thresholds.from_settings(settings),
                          baseline=baseline[:300] or None, fail_on=parse_fail_on(fail_on[:200]))
