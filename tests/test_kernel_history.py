@@ -321,3 +321,34 @@ def test_index_backfill_writes_the_points_of_runs_stored_before_them(tmp_path, c
                 stack for _, stack in cuobjdump_numbers(T31).values())
     finally:
         database.dispose()
+
+
+def test_a_run_whose_points_cannot_be_written_is_marked_and_the_pages_still_answer(client, monkeypatch):
+    from app.insight import kernel_points
+    from app.store.models import Run
+
+    upload(client, T31)
+    assert client.get("/kernels/matmul_kernel.json").json()["total_points"] == 2
+
+    def broken(session, run):
+        raise RuntimeError("a compilation nobody foresaw")
+
+    monkeypatch.setattr(kernel_points, "compute_points", broken)
+    bad = upload(client, T39)
+    assert client.get("/kernels/matmul_kernel.json").json()["total_points"] == 2
+    assert client.get("/kernels.json").status_code == 200
+    with client.app.state.db.session() as session:
+        assert session.get(Run, bad["run"]).points_version == kernel_points.FAILED
+
+
+def test_the_ingest_itself_writes_no_points(db):
+    from app.insight.kernel_points import ensure_points
+    from app.store.models import Run
+    from tests.conftest import ingest_paths
+
+    run = ingest_paths(db, [T31], labels={"commit": "abc"})
+    with db.session() as session:
+        assert session.get(Run, run["run"]).points_version is None
+        assert session.scalar(select(func.count()).select_from(KernelPoint)) == 0
+        assert ensure_points(session) == 2 and session.get(Run, run["run"]).points_version == 1
+        assert ensure_points(session) == 0  # once
