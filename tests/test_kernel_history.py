@@ -352,3 +352,31 @@ def test_the_ingest_itself_writes_no_points(db):
         assert session.scalar(select(func.count()).select_from(KernelPoint)) == 0
         assert ensure_points(session) == 2 and session.get(Run, run["run"]).points_version == 1
         assert ensure_points(session) == 0  # once
+
+
+def test_time_per_launch_is_the_proton_profiles_mean(client):
+    """A point's time_ns: the Proton timing profile's kernel time over its launch count, read here
+    straight from the hatchet JSON (tests/fixtures/gpu_runs: an H100 run)."""
+    import json
+
+    archive = FIXTURES / "gpu_runs" / "proton.tar.xz"
+    with tarfile.open(archive) as tar:
+        tree = json.loads(tar.extractfile("proton/timing/profile.hatchet").read())[0]
+    sums: dict[str, list[float]] = {}
+
+    def walk(node) -> None:  # kernel frames: those counting launches; "attn_fwd_tma [ZH=8, ...]" is attn_fwd_tma
+        name, metrics = node["frame"]["name"].split(" [")[0], node.get("metrics", {})
+        if metrics.get("count") and "time (ns)" in metrics:
+            total = sums.setdefault(name, [0.0, 0])
+            total[0] += metrics["time (ns)"]
+            total[1] += metrics["count"]
+            return
+        for child in node.get("children", []):
+            walk(child)
+
+    walk(tree)
+    upload(client, archive)
+    for kernel in ("matmul_tma_devdesc", "attn_fwd_tma"):
+        time_ns, count = sums[kernel]
+        times = [p["time_ns"] for s in client.get(f"/kernels/{kernel}.json").json()["series"] for p in s["points"]]
+        assert any(t is not None and t == pytest.approx(time_ns / count) for t in times), (kernel, times)
