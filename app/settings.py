@@ -122,6 +122,22 @@ class Settings(BaseSettings):
         "nvidia-cuda-nvdisasm package bundles.",
     )
 
+    replay_pythons: str | None = Field(
+        None,
+        description="Interpreters that replay passes (`irlens replay`, the diff page's Re-run panel), per Triton "
+        "version: `3.9=/venvs/t39/bin/python,3.1.0=/venvs/t31/bin/python` (a version matches captures of it "
+        "and of its patch releases). Without one, a capture replays where this interpreter's own triton "
+        "(the `replay` extra) is its version; elsewhere the page shows the commands to run locally.",
+    )
+    replay_timeout_seconds: float = Field(
+        60, description="Longest one replayed pass (or the replay process's start) may run, in seconds; past it "
+        "the process is killed and the pass reported as an error.",
+    )
+    replay_memory_mb: int = Field(
+        4096, description="Address-space limit of a replay process, in MB: past it the pass ends in an error "
+        "instead of taking the host's memory (Triton 3.9 starts within 512).",
+    )
+
     def limits(self) -> Limits:
         """The input limits of one ingest (parsers.inputs.sources), from these settings."""
         from parsers.inputs.sources import Limits

@@ -77,6 +77,14 @@ class Urls:
     def snapshot_raw(self, run_id: str, ordinal: int, index: int) -> str:
         return self.snapshot(run_id, ordinal, index) + "/raw"
 
+    def snapshot_reproducer(self, run_id: str, ordinal: int, index: int, kind: str = "mlir") -> str:
+        """The pass's reproducer: `mlir` (for triton-opt --run-reproducer) or `py` (a script for the wheel)."""
+        return self.snapshot(run_id, ordinal, index) + f"/reproducer.{kind}"
+
+    def snapshot_replay(self, run_id: str, ordinal: int, index: int) -> str:
+        """The "Re-run this pass" panel of the pass whose dump is this snapshot (and its .json twin)."""
+        return self.snapshot(run_id, ordinal, index) + "/replay"
+
     def snapshot_lines(self, run_id: str, ordinal: int, index: int, start: int, count: int) -> str:
         """An HTML fragment: lines ``start + 1`` .. ``start + count`` of a snapshot, marked up."""
         return self.snapshot(run_id, ordinal, index) + f"/lines?start={start}&count={count}"

@@ -185,10 +185,17 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
     The exit status is the program's; when the program succeeded but nothing could be stored, 2."""
     import shlex
+    from pathlib import Path
 
     from app.ingest.capture import discard, run_program, sources_named, text_files
+    from app.ingest.dsl_capture import helion_sources, parse_dsls
 
     command = args.program[1:] if args.program[:1] == ["--"] else args.program
+    try:
+        dsls = parse_dsls(args.dsl)
+    except ValueError as error:
+        print(f"irlens: --dsl: {error}", file=sys.stderr)
+        return 2
     if not command:
         print("irlens: capture what? give the program after --, e.g. irlens capture -- python train.py",
               file=sys.stderr)
@@ -198,11 +205,14 @@ def cmd_capture(args: argparse.Namespace) -> int:
         return 2
     try:
         captured = run_program(command, llvm=args.llvm, timing=args.timing, profile=args.profile,
-                               remarks=args.remarks)
+                               remarks=args.remarks, dsls=dsls)
     except OSError as error:
         print(f"irlens: cannot run {command[0]}: {error.strerror or error}", file=sys.stderr)
         return 127 if isinstance(error, FileNotFoundError) else 126
     captured.sources = sources_named(text_files(captured))
+    if "helion" in dsls:  # the Helion files the generated code's `# src[...]` comments name
+        found = helion_sources([captured.log] + [Path(p) for p in captured.sources], command)
+        captured.sources = sorted(set(captured.sources) | set(found))
     paths = captured.paths
     if captured.interrupted:
         print("irlens: the program was interrupted; storing what it wrote before it stopped", file=sys.stderr)
@@ -293,6 +303,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                               "(MLIR_ENABLE_DIAGNOSTICS=remarks); shown at their ops")
     capture.add_argument("--profile", action="store_true", help="run under Proton (PC sampling where the GPU allows, "
                          "else its default mode; the log says which) and store the profile with the run")
+    capture.add_argument("--dsl", default="all", metavar="LIST",
+                         help="the tile DSLs whose dumps to switch on: all (default; each switch acts only when "
+                         "its DSL runs), none, or some of helion,cute,cutile,tilelang separated by commas "
+                         "(docs/dsl.md)")
     capture.add_argument("--json", action="store_true", help="after the program's output, print the run as JSON")
     capture.add_argument("--no-compact", action="store_true",
                          help="stored locally: leave the texts as ingest compressed them (as irlens ingest)")

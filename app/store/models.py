@@ -35,6 +35,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, column_property, mapped_column, relationship
 
+from app.store import json_values
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
@@ -66,7 +68,7 @@ class ZippedJSON(TypeDecorator):
     cache_ok = True
 
     def process_bind_param(self, value, dialect):
-        return None if value is None else zlib.compress(json.dumps(value, separators=(",", ":")).encode(), 9)
+        return None if value is None else zlib.compress(json_values.dumps(value, separators=(",", ":")).encode(), 9)
 
     def process_result_value(self, value, dialect):
         return None if value is None else json.loads(zlib.decompress(value))
