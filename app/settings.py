@@ -89,6 +89,20 @@ class Settings(BaseSettings):
         "4-step search). On the corpus that stores the texts in 39% fewer bytes than ingest did, at a few "
         "MB/s of one core. 0: keep them as ingest compressed them.",
     )
+    history_register_change_percent: float = Field(
+        5.0,
+        description="Kernel history and `irlens check`: a step between two points of a kernel is flagged when its "
+        "registers change by at least this many percent (spill bytes, occupancy and op groups: any change).",
+    )
+    history_time_change_percent: float = Field(
+        5.0,
+        description="Kernel history and `irlens check`: a step is flagged when the time per launch changes by at "
+        "least this many percent, where both points have a profile.",
+    )
+    history_points: int = Field(
+        200,
+        description="Most points of a kernel's history a page shows (the newest; `?limit=` asks for up to 5000).",
+    )
     forwarded_allow_ips: str = Field(
         "127.0.0.1",
         description="With --proxy-headers: comma-separated proxy addresses whose X-Forwarded-* headers are "

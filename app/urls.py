@@ -141,6 +141,18 @@ class Urls:
         query = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in params if v not in (None, ""))
         return self.path("/-/layout") + (f"?{query}" if query else "")
 
+    # -- kernel history across runs (app/web/views/kernels.py) --
+    def kernels(self, query: str | None = None) -> str:
+        return self.path("/kernels") + (f"?q={quote(query, safe='')}" if query else "")
+
+    def kernel(self, name: str, order: str | None = None) -> str:
+        """One kernel's history: `order` is None (run order) or `label:KEY` (that label's value, as versions)."""
+        return self.path(f"/kernels/{quote(name, safe='')}") + (f"?order={quote(order, safe=':')}" if order else "")
+
+    def run_check(self, run_id: str, query: str = "") -> str:
+        """`irlens check`'s answer for a stored run: its kernels against a baseline (app/insight/kernel_check.py)."""
+        return self.run(run_id) + "/check" + (f"?{query}" if query else "")
+
     # -- teams: sign-in, search, managing a run (app/web/views/auth.py, app/web/views/manage.py) --
     def signin(self, next_url: str | None = None) -> str:
         return self.path("/-/signin") + (f"?next={quote(next_url, safe='/')}" if next_url else "")

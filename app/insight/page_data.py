@@ -85,6 +85,7 @@ def compilation_summary(compilation: Compilation, urls: Urls, artifact_kinds: li
         "cache": compilation.cache_key,
         "cache_match": compilation.cache_match,
         "url": urls.compilation(compilation.run_id, compilation.ordinal),
+        "history_url": urls.kernel(compilation.kernel) if compilation.kernel else None,
     }
 
 
@@ -134,6 +135,7 @@ def run_summary(session: Session, run: Run, urls: Urls) -> dict:
         "owner": run.owner,
         "listed": bool(run.listed),
         "tags": run.tags or [],
+        "labels": run.labels or {},
         "input_bytes": run.input_bytes,
         "compilations": summaries,
         "diagnostics": [diagnostic_dict(d) for d in run_diagnostics],
@@ -388,6 +390,7 @@ def recent_runs(
             "created_at": iso_time(run.created_at),
             "owner": run.owner,
             "tags": run.tags or [],
+            "labels": run.labels or {},
             "compilations": n or 0,
             "damaged": run.damaged,
             "url": urls.run(run.id),
