@@ -21,6 +21,7 @@ from pathlib import Path
 from bench import default_ingest, inputs, page_visits, scan_workers, web
 from bench import ingest as ingest_bench
 from bench import inspector as inspector_bench
+from bench import kernel_history as history_bench
 from bench import peers as peers_bench
 from bench import source_map as map_bench
 
@@ -29,7 +30,7 @@ MB = 1e6
 # default: the default ingest against --no-compact per capture, and the compaction candidates' curve
 # visits: a first visit in Chromium to every page type on the largest real captures
 STAGES = ("ingest", "default", "workers", "peers", "storage", "captures", "pages", "map", "throughput", "browser",
-          "inspector", "visits")
+          "inspector", "history", "visits")
 
 
 def machine() -> dict:
@@ -143,6 +144,13 @@ def run(args: argparse.Namespace) -> dict:
             results["inspector"] = inspector_bench.measure_inspector(repeats=3 if args.quick else 5)
         except Exception as error:  # noqa: BLE001 - a browser problem should not lose the other figures
             results["inspector"] = {"browser": {"skipped": f"failed: {type(error).__name__}: {str(error)[:200]}"}}
+    if "history" in stages:
+        print("bench: kernel history on PostgreSQL ...", file=sys.stderr, flush=True)
+        try:
+            results["history"] = history_bench.bench_on_postgres(workdir, runs=2_000 if args.quick else 10_000,
+                                                                 checks=20, rounds=3 if args.quick else 6)
+        except Exception as error:  # noqa: BLE001 - no PostgreSQL here should not lose the other figures
+            results["history"] = {"skipped": f"failed: {type(error).__name__}: {str(error)[:300]}"}
     if "visits" in stages:
         try:
             results["visits"] = page_visits.measure_visits(workdir, visits=1 if args.quick else 3)
@@ -206,6 +214,7 @@ def table(results: dict) -> str:
             ))
     rows += default_ingest.table_rows(results.get("default"))
     rows += peers_bench.table_rows(results.get("peers"))
+    rows += history_bench.table_rows(results.get("history") if "skipped" not in (results.get("history") or {}) else None)
     low, high = (size / MB for size in ingest_bench.SMALL_CAPTURE_BYTES)
     for key, what in (
         ("storage", "whole corpus"),

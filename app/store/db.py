@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.store import json_values
 from app.store.models import Base, add_postgresql_options
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ log = logging.getLogger("irlens")
 ROOT = Path(__file__).resolve().parents[2]
 MIGRATIONS_DIR = ROOT / "migrations"
 INITIAL_REVISION = "0001"  # the schema create_all made before irlens had migrations
-SCHEMA_REVISION = "0019_i32"  # the newest file in migrations/versions (a test keeps the two in step)
+SCHEMA_REVISION = "0020_i32"  # the newest file in migrations/versions (a test keeps the two in step)
 _PG_MIGRATION_LOCK = 0x6972_6C65  # any constant: one pg_advisory lock id for "irlens schema change"
 
 
@@ -78,7 +79,8 @@ def make_engine(url: str, write_wait_seconds: float = 60) -> Engine:
         if not in_memory:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(
-            url, connect_args={"check_same_thread": False, "timeout": write_wait_seconds}, **({} if in_memory else POOL_OPTIONS)
+            url, connect_args={"check_same_thread": False, "timeout": write_wait_seconds}, json_serializer=json_values.dumps,
+            **({} if in_memory else POOL_OPTIONS)
         )
 
         @event.listens_for(engine, "connect")
@@ -98,7 +100,7 @@ def make_engine(url: str, write_wait_seconds: float = 60) -> Engine:
         if make_url(database_url(url)).get_backend_name() == "postgresql":
             add_postgresql_options()
         try:
-            engine = create_engine(database_url(url), pool_pre_ping=True, **POOL_OPTIONS)
+            engine = create_engine(database_url(url), pool_pre_ping=True, json_serializer=json_values.dumps, **POOL_OPTIONS)
         except ModuleNotFoundError as error:  # SQLAlchemy imports the driver here
             raise DriverMissing(_missing_driver(url, error.name or "?")) from None
     return engine

@@ -4,8 +4,8 @@
 server's background compaction and `irlens compact` recompress them at the strong level later
 (app/store/compaction.py), finding them through the partial index as they find fresh 'zstd' ones.
 
-Revision ID: 0019_i32
-Revises: 0018
+Revision ID: 0020_i32
+Revises: 0019_i34
 Create Date: 2026-11-28
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0019_i32"
-down_revision = "0018"
+revision = "0020_i32"
+down_revision = "0019_i34"
 branch_labels = None
 depends_on = None
 
