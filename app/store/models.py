@@ -116,7 +116,7 @@ def to_db_hash(value: str | None) -> bytes | None:
         return b"?" + value.encode("utf-8", "replace")
 
 
-_RECOMPRESS_PENDING = "codec IN ('zstd', 'zstdm')"  # fresh, and quick-compacted (migration 0019)
+_RECOMPRESS_PENDING = "codec IN ('zstd', 'zstdm')"  # fresh, and quick-compacted (migration 0020_i32)
 
 
 class Blob(Base):
