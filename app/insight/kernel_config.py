@@ -92,13 +92,38 @@ def options(compilation: Compilation) -> dict[str, Any]:
     return out
 
 
+_WARPS = re.compile(r'"?ttg\.num-warps"?\s*=\s*(\d+)')
+_WARPS_OF: dict[str, int | None] = {}  # TTGIR blob digest -> its module's num-warps
+
+
+def derived_warps(session: Session, compilation: Compilation) -> int | None:
+    """num_warps from the module attribute of the compilation's first TTGIR dump (`"ttg.num-warps" = 4`),
+    for a compilation known from dumps alone (no metadata .json)."""
+    digest = session.scalar(select(Snapshot.blob).where(Snapshot.compilation_pk == compilation.pk,
+                                                        Snapshot.stage == "ttgir").order_by(Snapshot.index).limit(1))
+    if digest is None:
+        return None
+    if digest not in _WARPS_OF:
+        if len(_WARPS_OF) > 8192:
+            _WARPS_OF.clear()
+        match = _WARPS.search((render.blob_reader.text(session, digest) or "")[:65536])
+        _WARPS_OF[digest] = int(match.group(1)) if match else None
+    return _WARPS_OF[digest]
+
+
 def compilation_config(session: Session, compilation: Compilation) -> dict[str, Any]:
     """{"constexprs": {...}, "source": "recorded" | "derived" | None, "tile": {M, N, K} | None,
-    "options": {...}}: the tile is derived from the IR whether or not constexprs were recorded."""
+    "options": {...}}: the tile is derived from the IR whether or not constexprs were recorded, and
+    num_warps from the TTGIR where no metadata gave it."""
     constexprs = recorded_constexprs(compilation)
     tile = derived_tile(session, compilation)
+    found = options(compilation)
+    if "num_warps" not in found:
+        warps = derived_warps(session, compilation)
+        if warps is not None:
+            found["num_warps"] = warps
     return {"constexprs": constexprs, "source": "recorded" if constexprs else ("derived" if tile else None),
-            "tile": tile, "options": options(compilation)}
+            "tile": tile, "options": found}
 
 
 def tile_text(tile: dict | None) -> str:
