@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.insight.autotune_links import ChoiceLinker, choice_kernel, windows
+from app.insight.autotune_links import ChoiceLinker, choice_kernel, matmul_problem, windows
 from app.insight.kernel_config import compilation_config
 from app.store.models import Compilation, Run
 from app.urls import Urls, compilation_id
@@ -42,11 +42,12 @@ def run_autotune(session: Session, run: Run, urls: Urls) -> list[dict[str, Any]]
     for entry, entry_spans in zip(entries, spans, strict=True):
         kernel = entry.get("kernel")
         best = entry.get("best_config")
+        problem = matmul_problem(entry.get("op"), entry.get("shapes"))
         choices = []
         for choice, span in zip(entry.get("choices") or [], entry_spans, strict=True):
             config = choice.get("config") or {}
             failed = (choice.get("status") or "ok") == "failed"
-            link = linker.link(kernel or choice_kernel(choice.get("name")), config, span)
+            link = linker.link(kernel or choice_kernel(choice.get("name")), config, span, problem)
             match = link.compilation
             note = link.note
             if failed and match is None:

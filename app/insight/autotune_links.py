@@ -71,13 +71,21 @@ class ChoiceLinker:
                 found.append(compilation)
         return found
 
-    def link(self, kernel: str | None, config: dict, window: tuple[str | None, int, int] | None = None) -> Link:
+    def link(self, kernel: str | None, config: dict, window: tuple[str | None, int, int] | None = None,
+             problem: dict[str, int] | None = None) -> Link:
         """`kernel`: the compilation's kernel name where the line tells it (else any compilation may be
-        it); `window`: (log, first line, last line) where its compilation's dumps would start."""
+        it); `window`: (log, first line, last line) where its compilation's dumps would start;
+        `problem`: the matmul's M, N, K from an Inductor table's shapes, against what the
+        compilation's generated module states (where it was uploaded)."""
         if not config:
             return Link(None, "unmatched", [], "the line prints no config to match")
         pool = self.by_kernel.get(kernel, []) if kernel else self.all
         found = self._matching(pool, config)
+        if len(found) > 1 and problem:
+            fits = [c for c in found if all(self.config(c)["problem"].get(axis, size) == size
+                                            for axis, size in problem.items())]
+            if fits:
+                found = fits
         if len(found) > 1 and window is not None:
             log, start, end = window
             inside = [c for c in found if c.first_line is not None and _same_log(c.log_name, log)
@@ -92,6 +100,24 @@ class ChoiceLinker:
                 return Link(None, "none", [], f"no compilation of {kernel} in this upload")
             return Link(None, "none", [], f"no compilation {what}in this upload has this config")
         return Link(None, "several", found, f"{len(found)} compilations have this config")
+
+
+_MATMULS = {"mm", "addmm", "bmm", "baddbmm", "_int_mm", "_scaled_mm", "scaled_mm"}
+
+
+def matmul_problem(op: str | None, shapes: str | None) -> dict[str, int] | None:
+    """M, N, K of an Inductor matmul table from its shapes (`addmm(1024x1536, 1024x768, 768x1536)`:
+    the last two are A (..xMxK) and B (..xKxN)); None for other ops or unreadable shapes."""
+    if op not in _MATMULS or not shapes:
+        return None
+    try:
+        dims = [[int(d) for d in part.strip().split("x")] for part in shapes.split(",")]
+    except ValueError:
+        return None
+    if len(dims) < 2 or len(dims[-2]) < 2 or len(dims[-1]) < 2:
+        return None
+    a, b = dims[-2], dims[-1]
+    return {"M": a[-2], "K": a[-1], "N": b[-1]}
 
 
 def windows(entries: list[dict[str, Any]]) -> list[list[tuple[str | None, int, int] | None]]:

@@ -35,31 +35,85 @@ def dot_tile(text: str) -> dict[str, int] | None:
 
 
 _TILES: dict[str, tuple | None] = {}  # blob digest -> its tile (a blob's text never changes)
+_KERNEL_FILES: dict[str, str | None] = {}  # TTIR blob digest -> the file its `#loc = loc("...")` names
+_FIRST_LOC = re.compile(r'^#loc\d* = loc\("([^"]+)":\d+:\d+\)', re.MULTILINE)
 
 
 def _tile_of_blob(digest: str, loader) -> tuple | None:
     if digest not in _TILES:
         if len(_TILES) > 8192:
             _TILES.clear()
-        tile = dot_tile(loader() or "")
+            _KERNEL_FILES.clear()
+        text = loader() or ""
+        tile = dot_tile(text)
         _TILES[digest] = tuple(tile.items()) if tile else None
+        found = _FIRST_LOC.search(text[:65536])
+        _KERNEL_FILES[digest] = found.group(1) if found else None
     return _TILES[digest]
 
 
-def derived_tile(session: Session, compilation: Compilation) -> dict[str, int] | None:
-    """The tile shape of the compilation's TTIR (cache file, else its first TTIR dump)."""
-    candidates = [
+def _ttir_digests(session: Session, compilation: Compilation) -> list[str | None]:
+    return [
         session.scalar(select(Artifact.blob).where(Artifact.compilation_pk == compilation.pk,
                                                    Artifact.kind == "ttir").limit(1)),
         session.scalar(select(Snapshot.blob).where(Snapshot.compilation_pk == compilation.pk, Snapshot.stage == "ttir")
                        .order_by(Snapshot.index.desc()).limit(1)),
     ]
-    for digest in candidates:
+
+
+def derived_tile(session: Session, compilation: Compilation) -> dict[str, int] | None:
+    """The tile shape of the compilation's TTIR (cache file, else its first TTIR dump)."""
+    for digest in _ttir_digests(session, compilation):
         if digest is not None:
             found = _tile_of_blob(digest, lambda digest=digest: render.blob_reader.text(session, digest))
             if found:
                 return dict(found)
     return None
+
+
+_SOURCE_FACTS: dict[tuple[str, str], dict[str, Any]] = {}  # (run, source path) -> what it names
+_CONSTEXPR = re.compile(r"^\s+([A-Z][A-Z0-9_]*)\s*:\s*tl\.constexpr\s*=\s*([\w.']+)\s*$", re.MULTILINE)
+_SIZE = re.compile(r"^\s+([MNK]|stride_\w+)\s*=\s*(\d+)\s*$", re.MULTILINE)
+_OPTION = re.compile(r"^(num_stages|num_warps)=(\d+),\s*$", re.MULTILINE)
+
+
+def source_facts(session: Session, compilation: Compilation) -> dict[str, Any]:
+    """What a generated kernel module (an Inductor template's benchmark or output module, uploaded
+    with the run) states about the compilation: constexprs set in its body (`BLOCK_M : tl.constexpr =
+    64`), the problem size (`M = 1024`, `stride_am = 512`) and num_stages / num_warps of its
+    decorator. The module is the file the TTIR's first `#loc` names. Empty when it was not uploaded."""
+    from app.store.models import Source
+    from parsers.loc import match_source
+
+    file = None
+    for digest in _ttir_digests(session, compilation):
+        if digest is not None:
+            _tile_of_blob(digest, lambda digest=digest: render.blob_reader.text(session, digest))
+            file = _KERNEL_FILES.get(digest)
+            if file:
+                break
+    if not file or not file.endswith(".py"):
+        return {}
+    key = (compilation.run_id, file)
+    if key not in _SOURCE_FACTS:
+        if len(_SOURCE_FACTS) > 4096:
+            _SOURCE_FACTS.clear()
+        rows = dict(session.execute(select(Source.path, Source.blob).where(Source.run_id == compilation.run_id)).all())
+        path = match_source(file, rows)
+        text = render.blob_reader.text(session, rows[path]) if path else None
+        facts: dict[str, Any] = {}
+        if text:
+            facts["constexprs"] = {name: _literal(value) for name, value in _CONSTEXPR.findall(text)}
+            facts["problem"] = {name: int(value) for name, value in _SIZE.findall(text)}
+            facts["options"] = {name: int(value) for name, value in _OPTION.findall(text)}
+            facts["path"] = path
+        _SOURCE_FACTS[key] = facts
+    return _SOURCE_FACTS[key]
+
+
+def _literal(text: str) -> Any:
+    text = text.strip("'")
+    return int(text) if text.isdigit() else {"True": True, "False": False}.get(text, text)
 
 
 def recorded_constexprs(compilation: Compilation) -> dict[str, Any]:
@@ -118,12 +172,17 @@ def compilation_config(session: Session, compilation: Compilation) -> dict[str, 
     constexprs = recorded_constexprs(compilation)
     tile = derived_tile(session, compilation)
     found = options(compilation)
+    facts = source_facts(session, compilation) if compilation.kernel and compilation.kernel.startswith("triton_") else {}
+    for name, value in (facts.get("constexprs") or {}).items():
+        constexprs.setdefault(name, value)
+    for name, value in (facts.get("options") or {}).items():
+        found.setdefault(name, value)
     if "num_warps" not in found:
         warps = derived_warps(session, compilation)
         if warps is not None:
             found["num_warps"] = warps
     return {"constexprs": constexprs, "source": "recorded" if constexprs else ("derived" if tile else None),
-            "tile": tile, "options": found}
+            "tile": tile, "options": found, "problem": facts.get("problem") or {}}
 
 
 def tile_text(tile: dict | None) -> str:
