@@ -210,11 +210,14 @@ class CompilationMetrics:
         values: dict[int, float] = {}
         same: dict[int, int] = {}
         first: dict[tuple[str, int], int] = {}
+        # A pass whose locs name the .ttgir's lines counts by those alone: the Python lines' totals
+        # already hold the same samples (each .ttgir line's, through its own loc)
+        by_ir = ir_file is not None and any(loc is not None and loc.file == ir_file for loc in locs)
         for number, loc in enumerate(locs, start=1):
-            if loc is None:
+            if loc is None or (by_ir and loc.file != ir_file):
                 continue
             key = (loc.file, loc.line)
-            value = kernel.ir.get(loc.line, {}).get(metric) if loc.file == ir_file else python.get(key)
+            value = kernel.ir.get(loc.line, {}).get(metric) if by_ir else python.get(key)
             if not value:
                 continue
             if key in first:
@@ -280,6 +283,26 @@ def compilation_metrics(session: Session, compilation: Compilation) -> Compilati
     return CompilationMetrics(compilation, kernels)
 
 
+def kernel_rates(time_ns: float | None, count: int | None, totals: dict[str, float]) -> dict[str, float | None]:
+    """Mean time per launch, and the achieved rates where the profile holds the work done (Proton's
+    launch_metadata `flops8/16/32/64` and `bytes`, summed over the same launches as the time)."""
+    flops = sum(value for name, value in totals.items() if name.startswith("flops") and isinstance(value, (int, float)))
+    moved = totals.get("bytes")
+    timed = time_ns if time_ns and time_ns > 0 else None
+    return {
+        "mean_ns": timed / count if timed and count else None,
+        "tflops": flops / timed / 1e3 if timed and flops else None,  # flop/ns = GFLOP/s
+        "gbps": moved / timed if timed and moved else None,  # byte/ns = GB/s
+    }
+
+
+def _regions(regions: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
+    """Instrumentation regions (`pl.enter_scope`): their cycles, largest first."""
+    rows = [{"name": name, "cycles": metrics.get("cycles"), "normalized_cycles": metrics.get("normalized_cycles")}
+            for name, metrics in regions.items() if isinstance(metrics, dict)]
+    return sorted(rows, key=lambda row: -(row["cycles"] or 0))
+
+
 def run_profiles(session: Session, run_id: str, urls: Urls) -> list[dict[str, Any]]:
     """The run JSON's `profiles`: one entry per profile file, its kernels by time."""
     ordinals = dict(session.execute(select(Compilation.pk, Compilation.ordinal).where(Compilation.run_id == run_id)).all())
@@ -289,8 +312,11 @@ def run_profiles(session: Session, run_id: str, urls: Urls) -> list[dict[str, An
         entries = [
             {
                 "name": kernel.name,
+                "scope": ",".join((kernel.data or {}).get("scopes") or []) or None,
                 "time_ns": kernel.time_ns,
                 "count": kernel.count,
+                **kernel_rates(kernel.time_ns, kernel.count, kernel.totals or {}),
+                "regions": _regions((kernel.data or {}).get("regions") or {}),
                 "compilation": urls.compilation(run_id, ordinals[kernel.compilation_pk])
                 if kernel.compilation_pk in ordinals else None,
                 "candidates": [urls.compilation(run_id, ordinals[pk]) for pk in kernel.candidates or [] if pk in ordinals],
