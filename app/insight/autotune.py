@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.insight.autotune_links import ChoiceLinker, choice_kernel, matmul_problem, windows
-from app.insight.kernel_config import compilation_config
+from app.insight.kernel_config import compilation_config, prefetch
 from app.store.models import Compilation, Run
 from app.urls import Urls, compilation_id
 
@@ -37,6 +37,8 @@ def run_autotune(session: Session, run: Run, urls: Urls) -> list[dict[str, Any]]
     if not entries:
         return []
     linker = ChoiceLinker(session, list(run.compilations))
+    linker.wanted = {name for entry in entries for name in
+                     [entry.get("kernel")] + [choice_kernel(c.get("name")) for c in entry.get("choices") or []] if name}
     spans = windows(entries)
     out = []
     for entry, entry_spans in zip(entries, spans, strict=True):
@@ -126,6 +128,7 @@ def annotate_variants(session: Session, run: Run, variants: list[dict[str, Any]]
 
     by_ordinal = {c.ordinal: c for c in run.compilations}
     results = by_compilation(autotune)
+    prefetch(session, [by_ordinal[row["id"]] for group in variants for row in group["variants"]])
     for group in variants:
         for row in group["variants"]:
             compilation = by_ordinal[row["id"]]

@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.insight.kernel_config import compilation_config, config_matches
+from app.insight.kernel_config import compilation_config, config_matches, prefetch
 from app.store.models import Compilation
 
 __all__ = ["ChoiceLinker", "Link", "choice_kernel"]
@@ -56,10 +56,14 @@ class ChoiceLinker:
         for compilation in compilations:
             self.by_kernel.setdefault(compilation.kernel, []).append(compilation)
         self.all = compilations
+        self.wanted: set[str] = set()  # the kernels the choices name (set by the caller)
         self._configs: dict[int, dict[str, Any]] = {}
 
     def config(self, compilation: Compilation) -> dict[str, Any]:
         if compilation.pk not in self._configs:
+            if not self._configs:  # the first: read every candidate kernel's digests at once
+                named = [c for c in self.all if c.kernel in self.wanted] if self.wanted else self.all
+                prefetch(self.session, named)
             self._configs[compilation.pk] = compilation_config(self.session, compilation)
         return self._configs[compilation.pk]
 

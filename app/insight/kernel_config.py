@@ -52,13 +52,44 @@ def _tile_of_blob(digest: str, loader) -> tuple | None:
     return _TILES[digest]
 
 
+# (run, compilation pk) -> (cached .ttir, last TTIR dump, first TTGIR dump) digests: stored rows never
+# change, and a run's id is never reused, so this holds across requests.
+_DIGESTS: dict[tuple[str, int], tuple[str | None, str | None, str | None]] = {}
+_CONFIGS: dict[tuple[str, int], dict[str, Any]] = {}
+
+
+def prefetch(session: Session, compilations: list[Compilation]) -> None:
+    """Read the IR digests the configs need for many compilations in two queries, not two each."""
+    missing = [c.pk for c in compilations if (c.run_id, c.pk) not in _DIGESTS]
+    if not missing:
+        return
+    if len(_DIGESTS) > 65536:
+        _DIGESTS.clear()
+    runs = {c.pk: c.run_id for c in compilations}
+    for start in range(0, len(missing), 500):
+        chunk = missing[start:start + 500]
+        cached = dict(session.execute(select(Artifact.compilation_pk, Artifact.blob).where(
+            Artifact.compilation_pk.in_(chunk), Artifact.kind == "ttir")).all())
+        last_ttir: dict[int, tuple[int, str]] = {}
+        first_ttgir: dict[int, tuple[int, str]] = {}
+        for pk, index, stage, blob in session.execute(select(
+                Snapshot.compilation_pk, Snapshot.index, Snapshot.stage, Snapshot.blob).where(
+                Snapshot.compilation_pk.in_(chunk), Snapshot.stage.in_(("ttir", "ttgir")))):
+            if stage == "ttir" and index >= last_ttir.get(pk, (-1, ""))[0]:
+                last_ttir[pk] = (index, blob)
+            elif stage == "ttgir" and index < first_ttgir.get(pk, (1 << 30, ""))[0]:
+                first_ttgir[pk] = (index, blob)
+        for pk in chunk:
+            _DIGESTS[(runs[pk], pk)] = (cached.get(pk), last_ttir.get(pk, (0, None))[1], first_ttgir.get(pk, (0, None))[1])
+
+
+def _digests(session: Session, compilation: Compilation) -> tuple[str | None, str | None, str | None]:
+    prefetch(session, [compilation])
+    return _DIGESTS[(compilation.run_id, compilation.pk)]
+
+
 def _ttir_digests(session: Session, compilation: Compilation) -> list[str | None]:
-    return [
-        session.scalar(select(Artifact.blob).where(Artifact.compilation_pk == compilation.pk,
-                                                   Artifact.kind == "ttir").limit(1)),
-        session.scalar(select(Snapshot.blob).where(Snapshot.compilation_pk == compilation.pk, Snapshot.stage == "ttir")
-                       .order_by(Snapshot.index.desc()).limit(1)),
-    ]
+    return list(_digests(session, compilation)[:2])
 
 
 def derived_tile(session: Session, compilation: Compilation) -> dict[str, int] | None:
@@ -72,6 +103,7 @@ def derived_tile(session: Session, compilation: Compilation) -> dict[str, int] |
 
 
 _SOURCE_FACTS: dict[tuple[str, str], dict[str, Any]] = {}  # (run, source path) -> what it names
+_SOURCES: dict[str, dict[str, str]] = {}  # run -> its uploaded sources' paths and blobs
 _CONSTEXPR = re.compile(r"^\s+([A-Z][A-Z0-9_]*)\s*:\s*tl\.constexpr\s*=\s*([\w.']+)\s*$", re.MULTILINE)
 _SIZE = re.compile(r"^\s+([MNK]|stride_\w+)\s*=\s*(\d+)\s*$", re.MULTILINE)
 _OPTION = re.compile(r"^(num_stages|num_warps)=(\d+),\s*$", re.MULTILINE)
@@ -98,7 +130,12 @@ def source_facts(session: Session, compilation: Compilation) -> dict[str, Any]:
     if key not in _SOURCE_FACTS:
         if len(_SOURCE_FACTS) > 4096:
             _SOURCE_FACTS.clear()
-        rows = dict(session.execute(select(Source.path, Source.blob).where(Source.run_id == compilation.run_id)).all())
+        if compilation.run_id not in _SOURCES:
+            if len(_SOURCES) > 256:
+                _SOURCES.clear()
+            _SOURCES[compilation.run_id] = dict(session.execute(
+                select(Source.path, Source.blob).where(Source.run_id == compilation.run_id)).all())
+        rows = _SOURCES[compilation.run_id]
         path = match_source(file, rows)
         text = render.blob_reader.text(session, rows[path]) if path else None
         facts: dict[str, Any] = {}
@@ -153,8 +190,7 @@ _WARPS_OF: dict[str, int | None] = {}  # TTGIR blob digest -> its module's num-w
 def derived_warps(session: Session, compilation: Compilation) -> int | None:
     """num_warps from the module attribute of the compilation's first TTGIR dump (`"ttg.num-warps" = 4`),
     for a compilation known from dumps alone (no metadata .json)."""
-    digest = session.scalar(select(Snapshot.blob).where(Snapshot.compilation_pk == compilation.pk,
-                                                        Snapshot.stage == "ttgir").order_by(Snapshot.index).limit(1))
+    digest = _digests(session, compilation)[2]
     if digest is None:
         return None
     if digest not in _WARPS_OF:
@@ -168,7 +204,18 @@ def derived_warps(session: Session, compilation: Compilation) -> int | None:
 def compilation_config(session: Session, compilation: Compilation) -> dict[str, Any]:
     """{"constexprs": {...}, "source": "recorded" | "derived" | None, "tile": {M, N, K} | None,
     "options": {...}}: the tile is derived from the IR whether or not constexprs were recorded, and
-    num_warps from the TTGIR where no metadata gave it."""
+    num_warps from the TTGIR where no metadata gave it. Read once per compilation (callers may
+    `prefetch` many first); a copy is returned."""
+    key = (compilation.run_id, compilation.pk)
+    if key not in _CONFIGS:
+        if len(_CONFIGS) > 65536:
+            _CONFIGS.clear()
+        _CONFIGS[key] = _read_config(session, compilation)
+    found = _CONFIGS[key]
+    return {**found, "constexprs": dict(found["constexprs"]), "options": dict(found["options"])}
+
+
+def _read_config(session: Session, compilation: Compilation) -> dict[str, Any]:
     constexprs = recorded_constexprs(compilation)
     tile = derived_tile(session, compilation)
     found = options(compilation)

@@ -36,6 +36,7 @@ from app.web.responder import (
     templates,
     wants_json,
 )
+from app.web.run_page import shape_for_html
 from app.web.security import check_csrf
 from app.web.views.manage import parse_tags
 from app.web.views.sources import link_diagnostics
@@ -291,6 +292,8 @@ def run_page(request: Request, run_id: str, session: SessionDep, urls: UrlsDep):
     data["profiles"] = run_profiles(session, run.id, urls)
     link_diagnostics(session, run.id, data["diagnostics"] + data["compilation_diagnostics"], urls)
     if not wants_json(request):
+        # A page of compilations, warnings grouped, long Variants cut: the JSON keeps every row.
+        shape_for_html(data, urls, request.query_params.get("page"))
         # Inline excerpts of the logs' non-IR text; the JSON gives their URLs instead.
         text_blobs = {
             record.pk: record.log_blob for record in input_records(session, run.id) if record.log_blob
