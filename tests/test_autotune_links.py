@@ -84,6 +84,10 @@ def test_every_compiled_triton_config_links_to_its_compilation(tmp_path, upload)
     assert as_tuple(winner["config"]) == CONFIG.search(best).groups()
     assert entry["best_compilation"] == winner["compilation"] and entry["times_note"]
     assert html.count('class="badge ok">picked') == 1 and "prints the configs it benchmarks" in html
+    with client:  # the picked compilation's own page says so, and another's does not
+        assert "The autotuner picked this config" in client.get(winner["compilation"]).text
+        other = next(c["compilation"] for c in entry["choices"] if c["compilation"] and c is not winner)
+        assert "not picked" in client.get(other).text
 
 
 def module_facts(text: str) -> dict:

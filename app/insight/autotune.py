@@ -145,3 +145,12 @@ def annotate_variants(session: Session, run: Run, variants: list[dict[str, Any]]
         for row in group["variants"]:
             keys += [key for key in row["config"] if key not in keys]
         group["config_keys"] = keys
+
+
+def autotune_result(session: Session, compilation: Compilation, urls: Urls) -> dict[str, Any] | None:
+    """The compilation page's `autotune`: {"won": [tables where it was the pick], "times": [...]}, or
+    None when no autotune table of the run names it."""
+    if not compilation.run.autotune:
+        return None
+    found = by_compilation(run_autotune(session, compilation.run, urls))
+    return found.get(compilation_id(compilation.run_id, compilation.ordinal))
