@@ -60,7 +60,7 @@ _CONFIGS: dict[tuple[str, int], dict[str, Any]] = {}
 
 def prefetch(session: Session, compilations: list[Compilation]) -> None:
     """Read the IR digests the configs need for many compilations in two queries, not two each."""
-    missing = [c.pk for c in compilations if (c.run_id, c.pk) not in _DIGESTS]
+    missing = [c.pk for c in compilations if (c.run_id, c.pk) not in _DIGESTS and c.derived is None]
     if not missing:
         return
     if len(_DIGESTS) > 65536:
@@ -215,21 +215,40 @@ def compilation_config(session: Session, compilation: Compilation) -> dict[str, 
     return {**found, "constexprs": dict(found["constexprs"]), "options": dict(found["options"])}
 
 
+def ir_facts(session: Session, compilation: Compilation) -> dict[str, Any]:
+    """What the compilation's IR (and the generated module it names) says of its config: stored in
+    `Compilation.derived` by the background preparation, else read now."""
+    if compilation.derived is not None:
+        return compilation.derived
+    named = bool(compilation.kernel and compilation.kernel.startswith("triton_"))
+    return {"tile": derived_tile(session, compilation),
+            "num_warps": derived_warps(session, compilation) if compilation.num_warps is None else None,
+            "module": source_facts(session, compilation) if named else {}}
+
+
+def store_ir_facts(session: Session, compilations: list[Compilation]) -> int:
+    """Fill `derived` for those that lack it (the background preparation); how many were read."""
+    todo = [c for c in compilations if c.derived is None]
+    prefetch(session, todo)
+    for compilation in todo:
+        compilation.derived = ir_facts(session, compilation)
+    return len(todo)
+
+
 def _read_config(session: Session, compilation: Compilation) -> dict[str, Any]:
     constexprs = recorded_constexprs(compilation)
-    tile = derived_tile(session, compilation)
+    facts = ir_facts(session, compilation)
+    tile = facts.get("tile")
     found = options(compilation)
-    facts = source_facts(session, compilation) if compilation.kernel and compilation.kernel.startswith("triton_") else {}
-    for name, value in (facts.get("constexprs") or {}).items():
+    module = facts.get("module") or {}
+    for name, value in (module.get("constexprs") or {}).items():
         constexprs.setdefault(name, value)
-    for name, value in (facts.get("options") or {}).items():
+    for name, value in (module.get("options") or {}).items():
         found.setdefault(name, value)
-    if "num_warps" not in found:
-        warps = derived_warps(session, compilation)
-        if warps is not None:
-            found["num_warps"] = warps
+    if "num_warps" not in found and facts.get("num_warps") is not None:
+        found["num_warps"] = facts["num_warps"]
     return {"constexprs": constexprs, "source": "recorded" if constexprs else ("derived" if tile else None),
-            "tile": tile, "options": found, "problem": facts.get("problem") or {}}
+            "tile": tile, "options": found, "problem": module.get("problem") or {}}
 
 
 def tile_text(tile: dict | None) -> str:
