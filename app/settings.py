@@ -10,7 +10,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 if TYPE_CHECKING:  # imported when called: the CLI imports this module and must start fast
     from app.store.db import Database
-    from parsers.sources import Limits
+    from parsers.inputs.sources import Limits
 
 
 class Settings(BaseSettings):
@@ -109,8 +109,8 @@ class Settings(BaseSettings):
     )
 
     def limits(self) -> Limits:
-        """The input limits of one ingest (parsers.sources), from these settings."""
-        from parsers.sources import Limits
+        """The input limits of one ingest (parsers.inputs.sources), from these settings."""
+        from parsers.inputs.sources import Limits
 
         return Limits(
             max_total_bytes=self.max_expanded_bytes,

@@ -4,7 +4,7 @@ Each entry names the role a matching file plays; app/ingest/pipeline.py (Ingest.
 handler per role, since storing is not the parsers' business. Adding a format means a parser
 module, an entry here, and, for a new role, its handler there. Order matters: the first match wins.
 Inside a log, the dump formats (mlir_dump, llvm_dump) and timing reports are told apart by
-parsers/log.py, which scans the stream once for all of them.
+parsers/logs/log.py, which scans the stream once for all of them.
 """
 
 from __future__ import annotations
@@ -14,7 +14,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from parsers import autotune_files, cache, ncu, proton, tritonparse
+from parsers.autotuning import autotune_files
+from parsers.caches import cache
+from parsers.profiles import ncu, proton
+from parsers.traces import tritonparse
 
 
 @dataclass(frozen=True)

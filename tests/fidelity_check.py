@@ -24,7 +24,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 
-from parsers.llvm_dump import PREFIXES as LLVM_PREFIXES
+from parsers.logs.llvm_dump import PREFIXES as LLVM_PREFIXES
 
 MLIR_PREFIX = b"// -----// "
 TRACE_LINE = re.compile(r"^(Running pass: |Running analysis: |Invalidating |Clearing all analysis results)")

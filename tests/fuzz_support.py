@@ -16,9 +16,9 @@ from functools import cache
 
 from hypothesis import strategies as st
 
-from parsers.compilations import CompilationGrouper
-from parsers.diagnostics import parse_gap
-from parsers.log import scan_log
+from parsers.logs.compilations import CompilationGrouper
+from parsers.logs.diagnostics import parse_gap
+from parsers.logs.log import scan_log
 from parsers.records import Dump, GapBlock, UnknownBanner
 from tests.conftest import FIXTURES
 
@@ -29,7 +29,8 @@ LOG_FIXTURES = (
     "inductor_tail_warning_h200_triton36.log.gz",  # 3.6 on a GPU, a Python warning after the dumps
     "recompile_add_kernel_triton39.log.gz",  # two compilations, then a CompilationError traceback
 )
-# Written out again, not imported from parsers/log.py: the tests' oracle must not share the scanner's bugs.
+# Written out again, not imported from parsers/logs/log.py: the tests' oracle must not share the
+# scanner's bugs.
 BANNER_START = re.compile(rb"^(?:// -----// |; \*\*\* IR Dump |\*\*\* IR Dump |# \*\*\* IR Dump )", re.MULTILINE)
 # Bytes an IR printer never writes (it escapes them); the scanner rejects dumps holding them.
 FOREIGN_BYTES = st.sampled_from([b"\x00", b"\xff", b"\xc3", b"\x80\x81", b"\xed\xa0\x80", b"\x00\x00\x00\x00"])

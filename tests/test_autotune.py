@@ -1,4 +1,4 @@
-"""Autotuning results read from logs (parsers/autotune.py) and shown on the run page, the Variants
+"""Autotuning results read from logs (parsers/autotuning/autotune.py) and shown on the run page, the Variants
 table and the compare page: on the corpus gpu_autotune capture (its program prints
 `kernel.best_config` for two problem sizes) and on lines in the exact formats Triton's autotuner and
 torch inductor's select_algorithm print, interleaved with dump text as max-autotune logs are."""
@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from app.settings import Settings
 from app.store.db import Database
 from app.web.app import create_app
-from parsers.autotune import AutotuneScanner
+from parsers.autotuning.autotune import AutotuneScanner
 from tests.conftest import corpus_archive, fresh_db_url, ingest_paths
 
 

@@ -1,4 +1,4 @@
-"""Autotuning results from files of their own (parsers/autotune_files.py), as the run JSON and the
+"""Autotuning results from files of their own (parsers/autotuning/autotune_files.py), as the run JSON and the
 Variants table show them.
 
 - Helion: tests/fixtures/helion_autotune/matmul_autotune.csv and .meta.jsonl were written by Helion
@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from parsers import registry
-from parsers.autotune_files import HelionLogReader, parse_helion_config
+from parsers.autotuning.autotune_files import HelionLogReader, parse_helion_config
 from tests.conftest import REPO
 from tests.test_snapshot_pages import make_site
 

@@ -24,8 +24,8 @@ from sqlalchemy import select
 
 from app.store.blobs import BlobReader
 from app.store.models import InputRecord, Problem
-from parsers import log as log_scanner
-from parsers.log import MAX_LINE_BYTES, scan_log
+from parsers.logs import log as log_scanner
+from parsers.logs.log import MAX_LINE_BYTES, scan_log
 from parsers.records import Dump, GapBlock
 from tests.conftest import FIXTURES, corpus_archive, ingest_paths
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from parsers.diagnostics import Diagnostic, LogLines, looks_like_diagnostic_start, parse_gap
-from parsers.timing import TimingReport
+from parsers.logs.diagnostics import Diagnostic, LogLines, looks_like_diagnostic_start, parse_gap
+from parsers.logs.timing import TimingReport
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS_DIRS = [Path("/tmp/corpus"), Path(__file__).resolve().parents[2] / "shared" / "corpus"]

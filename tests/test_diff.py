@@ -29,7 +29,7 @@ from app.diff.keys import _LOC_LINE_KEY, _prepare, _strip_locs
 from app.diff.pairing import _op_names, _runs
 from app.web.views.diff_rows import _mark_html
 from app.web.views.diffs import hunks_json
-from parsers.log import scan_log
+from parsers.logs.log import scan_log
 from parsers.records import Dump
 from tests.conftest import FIXTURES
 

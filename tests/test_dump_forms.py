@@ -12,9 +12,9 @@ import re
 
 import pytest
 
-from parsers import scopes
-from parsers.compilations import CompilationGrouper, CompilationRecord
-from parsers.log import body_damage, scan_log
+from parsers.logs import scopes
+from parsers.logs.compilations import CompilationGrouper, CompilationRecord
+from parsers.logs.log import body_damage, scan_log
 from parsers.records import Dump, UnknownBanner
 from tests.conftest import FIXTURES
 

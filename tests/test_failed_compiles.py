@@ -21,10 +21,10 @@ from fastapi.testclient import TestClient
 
 from app.settings import Settings
 from app.web.app import create_app
-from parsers.log import body_damage, scan_log
-from parsers.mlir_dump import parse_header
+from parsers.logs.log import body_damage, scan_log
+from parsers.logs.mlir_dump import parse_header
+from parsers.logs.reproducer import find_reproducer
 from parsers.records import Dump, GapBlock
-from parsers.reproducer import find_reproducer
 from tests.conftest import FIXTURES, form_token, fresh_db_url, ingest_paths
 
 NVIDIA_38 = FIXTURES / "triton38_failures_nvidia.log.gz"

@@ -152,7 +152,7 @@ def test_two_banners_on_one_line_damage_one_dump_and_keep_its_text(window, which
 # any parser can have: a line-level mix can put into dump B one brace-free line of the concurrent
 # dump A at the right depth (`tt.store %x, %y` of the same kernel), while the rest of A (now
 # missing that line) still closes as a whole module; no thread prefix tells them apart, and every
-# check that a cut or a mix breaks (body_damage in parsers/dump_damage.py) still holds. What holds and is
+# check that a cut or a mix breaks (body_damage in parsers/logs/dump_damage.py) still holds. What holds and is
 # asserted: a dump made of one log's bytes only is exactly one of that log's dumps (no swapped
 # bodies, no dump run into another), no more dumps than the two logs hold, and every dump that the
 # mix left whole is found intact. bench/fuzz.py counts the mixed intact dumps it meets.

@@ -83,9 +83,13 @@ def test_parsers_never_import_app():
                 if name.startswith("parsers") and any(target.startswith("app") for target in targets)]
 
 
-# Lower layers first. A module may import its own layer and those below it, never one above.
+# Lower layers first. A module may import its own layer and those below it, never one above. A module's
+# layer is that of the longest prefix naming it, so parsers' shared modules and registry sit apart from
+# its rooms (rooms by input family, any new one included: `parsers` names them all).
 LAYERS = (
-    ("parsers",),
+    ("parsers.records", "parsers.literal_scan"),  # shared by every room of parsers/, importing none
+    ("parsers",),  # the rooms by input family (parsers/logs/, parsers/caches/, ...)
+    ("parsers.registry",),  # the one list of formats: reads the rooms, none reads it
     ("app.layouts", "app.highlight", "app.diff", "app.urls", "app.helper_process"),
     ("app.store",),
     ("app.settings", "app.render"),
@@ -97,10 +101,11 @@ LAYERS = (
 
 
 def layer_of(module: str) -> int:
-    for rank, prefixes in enumerate(LAYERS):
-        if any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes):
-            return rank
-    raise AssertionError(f"{module} belongs to no layer: add it to LAYERS (or to a room)")
+    matches = [(len(prefix), rank) for rank, prefixes in enumerate(LAYERS) for prefix in prefixes
+               if module == prefix or module.startswith(prefix + ".")]
+    if not matches:
+        raise AssertionError(f"{module} belongs to no layer: add it to LAYERS (or to a room)")
+    return max(matches)[1]
 
 
 def upward_imports(graph: dict[str, set[str]]) -> list[str]:
@@ -113,6 +118,12 @@ def test_upward_imports_sees_a_violation():
     assert upward_imports({"app.store.blobs": {"app.web.page_cache"}, "app.web.page_cache": set()}) == [
         "app.store.blobs -> app.web.page_cache"]
     assert upward_imports({"app.web.app": {"app.store.db"}, "app.store.db": set()}) == []
+    assert upward_imports({"parsers.logs.log": {"parsers.registry", "parsers.records"},
+                           "parsers.records": {"parsers.logs.scopes"}}) == [
+        "parsers.logs.log -> parsers.registry", "parsers.records -> parsers.logs.scopes"]
+    assert upward_imports({"parsers.registry": {"parsers.caches.cache"},
+                           "parsers.cute.keep": {"parsers.records"},
+                           "parsers.locations.mlir": {"parsers.locations.frames"}}) == []
 
 
 def test_no_module_imports_against_the_layer_order():
@@ -127,3 +138,50 @@ def test_app_shows_its_rooms():
     for init in (ROOT / "app").glob("*/__init__.py"):
         docstring = ast.get_docstring(ast.parse(init.read_text())) or ""
         assert "import" in docstring, f"{init.parent.name}: its docstring must say what it may import"
+
+
+PARSERS = ROOT / "parsers"
+
+
+def room_of(module: str) -> str:
+    """`parsers.logs.log` -> `parsers.logs`; a module directly in parsers/ is a room of its own."""
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+def room_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    rooms: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        if name.startswith("parsers."):
+            rooms.setdefault(room_of(name), set()).update(
+                room_of(target) for target in targets
+                if target.startswith("parsers.") and room_of(target) != room_of(name))
+    return rooms
+
+
+def test_room_graph_sees_a_circle_between_rooms():
+    rooms = room_graph({"parsers.logs.log": {"parsers.caches.cache"}, "parsers.caches.cache": set(),
+                        "parsers.caches.sass": {"parsers.logs.scopes"}, "parsers.logs.scopes": set()})
+    assert find_cycle(rooms) == ["parsers.caches", "parsers.logs", "parsers.caches"]
+
+
+def test_no_two_rooms_of_parsers_import_each_other():
+    """Rooms may lean on one another (traces read a cache's metadata), in one direction only."""
+    rooms = room_graph(import_graph())
+    assert {"parsers.logs", "parsers.caches", "parsers.traces", "parsers.registry"} <= rooms.keys()
+    assert "parsers.caches" in rooms["parsers.traces"]
+    assert find_cycle(rooms) is None, " → ".join(find_cycle(rooms) or [])
+
+
+def test_parsers_shows_its_rooms():
+    """parsers/ holds rooms by input family and a few shared modules; every room says its job and
+    what it may import (never app/)."""
+    top = sorted(path.name for path in PARSERS.glob("*.py"))
+    assert len(top) <= 8, f"{top}: a new format goes into the room of its input family"
+    inits = sorted(PARSERS.glob("*/__init__.py"))
+    assert {init.parent.name for init in inits} >= {"logs", "caches", "traces", "profiles", "autotuning",
+                                                      "inputs", "locations"}
+    for init in inits:
+        docstring = ast.get_docstring(ast.parse(init.read_text())) or ""
+        assert "import" in docstring and "app/" in docstring, (
+            f"parsers/{init.parent.name}: its docstring must say what it may import (and that app/ is not)")

@@ -1,4 +1,4 @@
-"""parsers.loc: IR lines -> Python source lines, on real Triton output.
+"""parsers.locations.loc: IR lines -> Python source lines, on real Triton output.
 
 Core tests use the verbatim corpus files in tests/fixtures/loc/ (see NOTE.md there).
 Tests marked by the ``corpus`` fixture unpack archives from ../shared/corpus and skip
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from parsers.loc import LineLocs, SourceLoc, lines_by_source, match_source, resolve
+from parsers.locations.loc import LineLocs, SourceLoc, lines_by_source, match_source, resolve
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "loc"
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"

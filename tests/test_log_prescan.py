@@ -19,7 +19,7 @@ from app.ingest.log_prescan import LogPrescan
 from app.insight.op_terms import blob_terms
 from app.store.db import Database
 from app.store.models import Banner, Compilation, CompilationTerm, OpTerm, Problem, Snapshot
-from parsers.log import scan_log
+from parsers.logs.log import scan_log
 from parsers.records import Dump
 from tests.conftest import FIXTURES, fresh_db_url, ingest_paths
 

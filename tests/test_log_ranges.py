@@ -16,7 +16,7 @@ import pytest
 
 from app.ingest.log_prescan import LogPrescan
 from app.ingest.log_ranges import plan
-from parsers.log import scan_log
+from parsers.logs.log import scan_log
 from parsers.records import Dump
 from tests import fuzz_support as fz
 from tests.conftest import FIXTURES

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from parsers.log import scan_log
+from parsers.logs.log import scan_log
 from parsers.records import Dump, GapBlock
 from tests.conftest import FIXTURES
 

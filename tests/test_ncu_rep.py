@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from app.settings import Settings
 from app.web.app import create_app
-from parsers import ncu_rep
+from parsers.profiles import ncu_rep
 from tests.conftest import FIXTURES, fresh_db_url, ingest_paths
 from tests.test_profile_sass import _csv_kernels, _same
 

@@ -21,8 +21,8 @@ from app.settings import Settings
 from app.store.blobs import BlobReader
 from app.store.models import Compilation, Snapshot
 from app.web.app import create_app
-from parsers import scopes
-from parsers.log import scan_log
+from parsers.logs import scopes
+from parsers.logs.log import scan_log
 from parsers.records import Dump
 from tests.conftest import FIXTURES, ingest_paths
 

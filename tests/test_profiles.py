@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from app.settings import Settings
 from app.web.app import create_app
-from parsers import ncu, proton
+from parsers.profiles import ncu, proton
 from tests.conftest import FIXTURES, fresh_db_url, ingest_paths
 
 GPU = FIXTURES / "gpu_runs"

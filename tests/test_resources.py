@@ -20,7 +20,7 @@ from app.insight.resources import nvidia_occupancy
 from app.settings import Settings
 from app.store.db import Database
 from app.web.app import create_app
-from parsers.cubin import parse_res_usage, read_cubin
+from parsers.caches.cubin import parse_res_usage, read_cubin
 from tests.conftest import FIXTURES, corpus_archive, fresh_db_url, ingest_paths
 
 CUBINS = FIXTURES / "cubin"

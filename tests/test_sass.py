@@ -19,8 +19,8 @@ from app.settings import Settings
 from app.store.db import Database
 from app.store.models import Artifact
 from app.web.app import create_app
-from parsers import sass
-from parsers.loc import resolve
+from parsers.caches import sass
+from parsers.locations.loc import resolve
 from tests.conftest import FIXTURES, fresh_db_url, ingest_paths
 
 SASS = FIXTURES / "sass"

@@ -30,9 +30,9 @@ def summary(data: bytes) -> list[str]:
     """What the two paths must agree on, per chunk size: a digest of the normalised records, each
     dump's banner-piece check and autotune hints, and each intact body's op-index terms."""
     from app.insight.op_terms import blob_terms
-    from parsers.dump_damage import has_banner_piece
     from parsers.literal_scan import LiteralSet
-    from parsers.log import scan_log
+    from parsers.logs.dump_damage import has_banner_piece
+    from parsers.logs.log import scan_log
     from parsers.records import Dump
 
     hints = LiteralSet((b" ms ", b"AUTOTUNE", b"utotuning"))

@@ -1,4 +1,4 @@
-"""parsers.sources: turning paths, folders and uploads into files, safely.
+"""parsers.inputs.sources: turning paths, folders and uploads into files, safely.
 
 Archives are built in tmp_path from the real corpus (/work/shared/corpus); the malicious ones are tiny
 crafted archives around real corpus bytes. Tests that need the corpus skip when it is absent.
@@ -23,7 +23,7 @@ from typing import BinaryIO
 import pytest
 import zstandard
 
-from parsers.sources import InputFile, InputLimitExceeded, Limits, SourceWalker
+from parsers.inputs.sources import InputFile, InputLimitExceeded, Limits, SourceWalker
 
 SMALL = "sm90_llvm"  # the smallest capture: 12 files, 1.6 MB unpacked
 
@@ -688,10 +688,11 @@ def test_timeout_stops_the_walk_as_bytes_are_read(monkeypatch: pytest.MonkeyPatc
     import itertools
     import types
 
-    import parsers.source_limits
+    import parsers.inputs.source_limits
 
     ticks = itertools.count()  # a clock that moves one second each time it is read: no real waiting
-    monkeypatch.setattr(parsers.source_limits, "time", types.SimpleNamespace(monotonic=lambda: float(next(ticks))))
+    clock = types.SimpleNamespace(monotonic=lambda: float(next(ticks)))
+    monkeypatch.setattr(parsers.inputs.source_limits, "time", clock)
     with pytest.raises(
         InputLimitExceeded, match=r"^the ingest took longer than the 5 s limit at .+ \(ingest_timeout_seconds\)$"
     ):

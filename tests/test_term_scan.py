@@ -16,7 +16,7 @@ from app.insight.op_term_scan import TermScanner
 from app.insight.op_terms import blob_terms
 from app.store.db import Database
 from app.store.models import Compilation, CompilationTerm, OpTerm
-from parsers.log import scan_log
+from parsers.logs.log import scan_log
 from parsers.records import Dump
 from tests.conftest import corpus_archive, fresh_db_url, ingest_paths
 

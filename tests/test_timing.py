@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from parsers.diagnostics import LogLines, parse_gap
-from parsers.timing import TIMING_BANNER, TimingReport, looks_like_timing_start, parse_timing_at
+from parsers.logs.diagnostics import LogLines, parse_gap
+from parsers.logs.timing import TIMING_BANNER, TimingReport, looks_like_timing_start, parse_timing_at
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS_DIRS = [Path("/tmp/corpus"), Path(__file__).resolve().parents[2] / "shared" / "corpus"]

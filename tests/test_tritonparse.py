@@ -27,7 +27,7 @@ from app import render
 from app.settings import Settings
 from app.store.models import Compilation, InputRecord, Launch, Source
 from app.web.app import create_app
-from parsers import tritonparse as tp
+from parsers.traces import tritonparse as tp
 from tests.conftest import FIXTURES, form_token, fresh_db_url, ingest_paths
 
 TRACES = FIXTURES / "tritonparse"

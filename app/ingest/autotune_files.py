@@ -1,5 +1,5 @@
-"""Autotuning result files in an upload (parsers/autotune_files.py): Helion's autotune_log CSV and its
-.meta.jsonl sidecar, Triton's <kernel>.autotune.json. Entries are gathered as the files stream by and
+"""Autotuning result files in an upload (parsers/autotuning/autotune_files.py): Helion's autotune_log CSV
+and its .meta.jsonl sidecar, Triton's <kernel>.autotune.json. Entries are gathered as the files stream by and
 joined at the end (a sidecar or a log may come before or after the file it completes), then added to
 `runs.autotune` beside those the logs printed."""
 
@@ -11,7 +11,7 @@ from typing import Any, BinaryIO
 
 from app.ingest.file_streams import read_small
 from app.ingest.state import IngestState
-from parsers import autotune_files
+from parsers.autotuning import autotune_files
 
 
 class AutotuneFiles:

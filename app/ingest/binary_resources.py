@@ -1,6 +1,6 @@
 """A kernel binary's resources, read while it streams by: irlens keeps a cubin by size and hash only
 (app/ingest/cache_files.py), so what it says about registers, stack and static shared memory
-(parsers/cubin.py) is taken on the way and stored per compilation (`compilations.resources`).
+(parsers/caches/cubin.py) is taken on the way and stored per compilation (`compilations.resources`).
 
 The bytes go to a spooled temporary file (in memory up to SPOOL_IN_MEMORY, on disk beyond, never
 past MAX_CUBIN_BYTES), which the parser then reads through an mmap: a large cubin is never held."""
@@ -11,7 +11,7 @@ import mmap
 import tempfile
 from typing import BinaryIO
 
-from parsers.cubin import read_cubin
+from parsers.caches.cubin import read_cubin
 
 SPOOL_IN_MEMORY = 16 << 20
 MAX_CUBIN_BYTES = 256 << 20

@@ -13,8 +13,8 @@ from app.ingest.file_streams import drain, read_small
 from app.ingest.linking import CacheFolder
 from app.ingest.state import IngestState
 from app.store.blobs import sha256
-from parsers import cache
-from parsers.amdgcn_resources import amdgcn_resources
+from parsers.caches import cache
+from parsers.caches.amdgcn_resources import amdgcn_resources
 
 
 class CacheFiles:

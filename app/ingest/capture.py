@@ -28,9 +28,9 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from app.ingest.profile_boot import profile_environment
-from typing import BinaryIO
 
 CHUNK = 1 << 16
 SCAN_BLOCK = 1 << 20
@@ -75,7 +75,8 @@ class Captured:
 def capture_environment(base: dict[str, str], cache: Path, llvm: bool, timing: bool) -> dict[str, str]:
     env = dict(base)
     env["MLIR_ENABLE_DUMP"] = "1"
-    env.setdefault("TRITON_PRINT_AUTOTUNING", "1")  # the autotuner's choice, read by parsers/autotune.py
+    # the autotuner's choice, read by parsers/autotuning/autotune.py
+    env.setdefault("TRITON_PRINT_AUTOTUNING", "1")
     env["TRITON_CACHE_DIR"] = str(cache)
     # stdout is a pipe now: without this Python would hold the program's prints until it exits
     env.setdefault("PYTHONUNBUFFERED", "1")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Self
 
-from parsers.sass import clean_cuobjdump_line
+from parsers.caches.sass import clean_cuobjdump_line
 
 TIMEOUT_SECONDS = 60.0
 MAX_CUBIN_BYTES = 256 << 20  # a larger cubin is recorded by size and hash only

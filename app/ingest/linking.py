@@ -20,11 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.ingest.state import LogResult
-from parsers.cache import KernelMetadata
-from parsers.compilations import CompilationRecord
-from parsers.diagnostics import Diagnostic
-from parsers.loc import match_source
-from parsers.timing import TimingReport
+from parsers.caches.cache import KernelMetadata
+from parsers.locations.loc import match_source
+from parsers.logs.compilations import CompilationRecord
+from parsers.logs.diagnostics import Diagnostic
+from parsers.logs.timing import TimingReport
 
 _STARTS = ("Inliner", "InlinerPass", "GluonInline")
 

@@ -1,5 +1,5 @@
 """Plain logs (the files given to `irlens ingest`, a server's large uploaded parts) scanned
-(parsers/log.py: scan_log) in a helper process, on the other core, while this process imports
+(parsers/logs/log.py: scan_log) in a helper process, on the other core, while this process imports
 SQLAlchemy (the CLI starts the helper before its imports), groups dumps and writes rows, or serves
 pages.
 
@@ -94,7 +94,7 @@ class LogPrescan:
               workers: int | None = None, range_bytes: int | None = None) -> LogPrescan | None:
         """A helper scanning the plain files among `paths`; None when they are too small to gain (or
         are all archives and compressed files, which the ingest's walk opens)."""
-        from parsers.source_names import kind_of
+        from parsers.inputs.source_names import kind_of
 
         files: list[tuple[str, int]] = []
         for path in paths:
@@ -285,7 +285,7 @@ class _StreamFollower:
 def _scan_here(path: str, stream: BinaryIO, reader: _StreamFollower, skip: int) -> Iterator[Record]:
     """The file's records after the first `skip`, scanned in this process: from the ingest's own
     stream when none of it was read yet, else from the file opened again."""
-    from parsers.log import scan_log
+    from parsers.logs.log import scan_log
 
     if reader.position == 0:
         for record in scan_log(stream):
@@ -342,7 +342,7 @@ class _Sender:
 def _is_log(path: str) -> bool:
     """Whether the ingest's walk reads this file as a plain log."""
     from parsers import registry
-    from parsers.source_names import base_name, display_path, kind_of
+    from parsers.inputs.source_names import base_name, display_path, kind_of
 
     with open(path, "rb") as raw:
         head = raw.read(8192)
@@ -364,7 +364,7 @@ def _scan_range(file: int, path: str, start: int, end: int | None, out, terms: b
     last). Before `end` there is the next range's banner, which is scanned too (it ends this range's
     last dump as in one scan) and whose records are dropped."""
     from app.ingest.log_ranges import RangeStream, ends_before, last_line, next_banner_end
-    from parsers.log import CHUNK_SIZE, scan_log
+    from parsers.logs.log import CHUNK_SIZE, scan_log
     from parsers.records import Dump
 
     sender = _Sender(out, terms)  # numbers start again with each range, as on the ingest's side

@@ -3,7 +3,7 @@ records, put back in order and with their line numbers shifted, are those of one
 
 A range starts at an MLIR banner that follows a blank line. There one scan has closed whatever came
 before (a blank line ends an MLIR dump; a banner at a line start ends an LLVM dump and gap text), no
-banner is pending (parsers/log.py sets `ambiguous` only for a banner directly after a banner), its
+banner is pending (parsers/logs/log.py sets `ambiguous` only for a banner directly after a banner), its
 gap text was flushed, and what the scanner remembers of earlier banners (`semicolon_banners`) is set
 by this banner alike. A range is scanned together with the next range's banner line, which ends the
 range's last dump as it does in one scan, and the records from that line on are dropped (the next
@@ -25,7 +25,7 @@ __all__ = ["RangeStream", "ends_before", "plan", "shifted"]
 CUT = b"\n\n// -----// IR Dump "  # a range starts after the blank line
 WINDOW = 1 << 20  # read at each planned cut to find the next banner, up to MAX_SEARCH
 MAX_SEARCH = 16 << 20
-_CUT_LINE = re.compile(r"^line (\d+)( of the log is longer than )")  # parsers/log.py: cut_damage
+_CUT_LINE = re.compile(r"^line (\d+)( of the log is longer than )")  # parsers/logs/log.py: cut_damage
 
 
 def plan(path: str, range_bytes: int) -> list[tuple[int, int | None]]:

@@ -11,16 +11,16 @@ import zstandard
 
 from app.ingest.log_prescan import LogPrescan
 from app.ingest.state import IngestState, LogResult
-from parsers.autotune import AutotuneScanner, may_hold
-from parsers.diagnostics import LogLines, parse_gap
+from parsers.autotuning.autotune import AutotuneScanner, may_hold
 from parsers.literal_scan import LiteralSet
-from parsers.log import NO_MODULE, body_damage, scan_log
+from parsers.logs.diagnostics import LogLines, parse_gap
+from parsers.logs.log import NO_MODULE, body_damage, scan_log
+from parsers.logs.reproducer import Reproducer, find_reproducer
+from parsers.logs.timing import TimingReport
 from parsers.records import CutLine, Dump, GapBlock, UnknownBanner
-from parsers.reproducer import Reproducer, find_reproducer
-from parsers.timing import TimingReport
 
 LONG_LINE = 1 << 20  # a gap line longer than this is reported: binary junk or a runaway print
-# Another thread's autotune table interleaved into a dump holds one of these (parsers/autotune.py).
+# Another thread's autotune table interleaved into a dump holds one of these (parsers/autotuning/autotune.py).
 _AUTOTUNE_HINTS = LiteralSet((b" ms ", b"AUTOTUNE", b"utotuning"))
 _SNIFFED = 8  # bodies whose hint answer is remembered (an unchanged pass hands out the last one again)
 

@@ -32,7 +32,7 @@ from app.insight.op_term_scan import TermScanner
 from app.store.blobs import BlobWriter
 from app.store.models import Run
 from parsers import registry
-from parsers.sources import InputFile, InputLimitExceeded, Limits, SourceWalker
+from parsers.inputs.sources import InputFile, InputLimitExceeded, Limits, SourceWalker
 
 __all__ = ["Ingest", "IngestError", "new_run_id"]
 

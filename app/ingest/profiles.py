@@ -22,9 +22,9 @@ from sqlalchemy import select
 from app.ingest.file_streams import drain
 from app.ingest.state import IngestState
 from app.store.models import Compilation, Profile, ProfileKernel
-from parsers import ncu, ncu_rep, proton
-from parsers.profile_records import Kernel, ProfileError
-from parsers.profile_records import Profile as ParsedProfile
+from parsers.profiles import ncu, ncu_rep, proton
+from parsers.profiles.profile_records import Kernel, ProfileError
+from parsers.profiles.profile_records import Profile as ParsedProfile
 
 __all__ = ["ProfileCollector"]
 

@@ -25,8 +25,8 @@ from app.store.models import (
     Timing,
     stored_artifact,
 )
-from parsers.compilations import CompilationRecord
-from parsers.diagnostics import Diagnostic as ParsedDiagnostic
+from parsers.logs.compilations import CompilationRecord
+from parsers.logs.diagnostics import Diagnostic as ParsedDiagnostic
 
 SNAPSHOT_BATCH = 5000  # snapshot rows per INSERT (executemany)
 _SNAPSHOT_COLUMNS = (

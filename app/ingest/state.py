@@ -12,11 +12,11 @@ from sqlalchemy.orm import Session
 from app.insight.op_index import OpIndex
 from app.store.blobs import BlobWriter
 from app.store.models import Run
-from parsers.compilations import CompilationGrouper, CompilationRecord
-from parsers.diagnostics import Diagnostic as ParsedDiagnostic
-from parsers.pm_trace import Trace
-from parsers.reproducer import Reproducer
-from parsers.timing import TimingReport
+from parsers.logs.compilations import CompilationGrouper, CompilationRecord
+from parsers.logs.diagnostics import Diagnostic as ParsedDiagnostic
+from parsers.logs.pm_trace import Trace
+from parsers.logs.reproducer import Reproducer
+from parsers.logs.timing import TimingReport
 
 
 class IngestError(Exception):

@@ -18,9 +18,9 @@ from typing import Any, BinaryIO
 
 from app.ingest.linking import CacheFolder, Links
 from app.store.blobs import BlobWriter, sha256
-from parsers import cache
-from parsers.compilations import CompilationRecord
-from parsers.tritonparse import (
+from parsers.caches import cache
+from parsers.logs.compilations import CompilationRecord
+from parsers.traces.tritonparse import (
     TraceAutotune,
     TraceCompilation,
     TraceLaunch,

@@ -1,5 +1,5 @@
-"""A run's autotuning results (`runs.autotune`, parsers/autotune.py) as the pages show them: one entry
-per benchmark table or autotuner session, each choice linked to the compilation its config
+"""A run's autotuning results (`runs.autotune`, parsers/autotuning/autotune.py) as the pages show them: one
+entry per benchmark table or autotuner session, each choice linked to the compilation its config
 identifies (app/insight/kernel_config.py), the winner named, and per compilation its time and
 whether it won (for the Variants table and the compare page)."""
 

@@ -13,7 +13,7 @@ from app import render
 from app.insight.source_map import pass_indexes
 from app.store.models import Compilation, Snapshot
 from app.urls import Urls
-from parsers.loc import match_source
+from parsers.locations.loc import match_source
 
 __all__ = ["PassLinks", "pass_links", "same_file"]
 

@@ -4,7 +4,7 @@ Where Triton keeps the constexprs: nowhere in the cache for 3.1 to 3.9 (the meta
 options, num_warps, num_stages, shared..., but no `constants`/`constexprs` key; the `.source` file
 has them inlined as constants, without their names). A tritonparse trace has them (a traced
 compilation's metadata carries the autotune `config`, app/ingest/traces.py), and so do the
-autotuner's printed lines (TRITON_PRINT_AUTOTUNING=1; parsers/autotune.py), matched to the
+autotuner's printed lines (TRITON_PRINT_AUTOTUNING=1; parsers/autotuning/autotune.py), matched to the
 compilation in app/insight/autotune.py. Where nothing names them, the tile shape is derived from the
 IR: the operand shapes of the first `tt.dot` (MxK times KxN) give MxNxK, labelled "derived".
 """

@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 from app import render
 from app.store.blobs import decompress, insert_ignoring
 from app.store.models import Compilation, LineIndex, LineIndexPack, Snapshot
-from parsers.loc import LlvmLocations, llvm_by_node_applies, llvm_lines_by_node, llvm_node_counts
+from parsers.locations.loc import LlvmLocations, llvm_by_node_applies, llvm_lines_by_node, llvm_node_counts
 
 FACTS = "facts"
 _HAS_METADATA, _NEEDS_METADATA, _BY_NODE = 1, 2, 4

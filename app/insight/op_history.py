@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.render import SizedLRU
-from parsers.loc import resolve
+from parsers.locations.loc import resolve
 
 TextLoader = Callable[[], str | None]
 _OPS = SizedLRU(max_bytes=32 << 20, max_items=10_000)

@@ -20,8 +20,8 @@ from sqlalchemy.orm import Session
 from app import render
 from app.store.models import Artifact, Compilation, Profile, ProfileKernel
 from app.urls import Urls
-from parsers.loc import resolve
-from parsers.profile_records import cache_hash, metric_info
+from parsers.locations.loc import resolve
+from parsers.profiles.profile_records import cache_hash, metric_info
 
 __all__ = ["CompilationMetrics", "compilation_metrics", "run_profiles"]
 

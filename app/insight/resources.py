@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from app import render
 from app.store.models import Artifact, Compilation
-from parsers.amdgcn_resources import amdgcn_resources
+from parsers.caches.amdgcn_resources import amdgcn_resources
 
 REGISTERS_PER_SM = 65536
 REGISTER_UNIT = 256  # registers are allocated per warp in units of 256

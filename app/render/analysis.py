@@ -23,8 +23,8 @@ from app.render.cache import _ANALYSES, _INDEXES, _OPS
 from app.render.escape import escape_attr
 from app.render.kinds import LINE_LOCAL_KINDS, loc_kind_of
 from app.render.labels import PALETTE_SIZE, basename
-from parsers import sass
-from parsers.loc import LineLocs, SourceLoc, resolve
+from parsers.caches import sass
+from parsers.locations.loc import LineLocs, SourceLoc, resolve
 
 LARGE_SNAPSHOT_LINES = 5000  # above this, lines are grouped in chunks painted lazily
 

@@ -3,7 +3,7 @@ whether it needs another text's debug metadata."""
 
 from __future__ import annotations
 
-from parsers.loc import KINDS as LOC_KINDS
+from parsers.locations.loc import KINDS as LOC_KINDS
 
 # Lexers that return to their root state at every newline, so a page of lines lexes on its own
 # (tests/test_highlight.py checks MLIR's; page-by-page renders of every corpus text of these kinds

@@ -97,7 +97,7 @@ class Interned(TypeDecorator):
 
 
 # Interned names, in a fixed order: stored rows depend on it, so only append
-# (parsers/compilations.py STAGES and GENERIC_MLIR_STAGE; parsers/scopes.py).
+# (parsers/logs/compilations.py STAGES and GENERIC_MLIR_STAGE; parsers/logs/scopes.py).
 STAGE_NAMES = ("ttir", "ttgir", "llvm-dialect", "llvm-ir", "mlir")
 SCOPE_KIND_NAMES = ("module", "function", "loop", "region", "machine", "op")
 
@@ -207,7 +207,7 @@ class Run(Base):
     input_bytes: Mapped[int] = mapped_column(Integer, default=0)
     damaged: Mapped[int] = mapped_column(Integer, default=0)
     stats: Mapped[dict] = mapped_column(JSON, default=dict)
-    # Autotuning tables and sessions the run's logs printed (parsers/autotune.py); None: none seen.
+    # Autotuning tables and sessions the run's logs printed (parsers/autotuning/autotune.py); None: none seen.
     autotune: Mapped[list | None] = mapped_column(JSON, nullable=True)
     compilations: Mapped[list[Compilation]] = relationship(
         back_populates="run", order_by="Compilation.ordinal", cascade="all, delete-orphan"
@@ -278,7 +278,7 @@ class Snapshot(Base):
     # thousands of snapshots. Loaded with the snapshot (one join): pages read its pass fields.
     banner_pk: Mapped[int] = mapped_column(ForeignKey("banners.pk"))
     banner: Mapped[Banner] = relationship(lazy="joined", innerjoin=True)
-    # What the body holds (parsers/scopes.py): "module", "function", "loop", "region", "machine", "op".
+    # What the body holds (parsers/logs/scopes.py): "module", "function", "loop", "region", "machine", "op".
     scope_kind: Mapped[str | None] = mapped_column(Interned(SCOPE_KIND_NAMES))
     # Index of the previous snapshot of the same scope: the one this is compared (and diffed) with.
     base_index: Mapped[int | None] = mapped_column(Integer)
@@ -483,7 +483,8 @@ class CompilationTerm(Base):
 
 class Profile(Base):
     """A profiler's output file uploaded with the run (Proton Hatchet JSON, Nsight Compute report
-    or source-page CSV; parsers/proton.py, parsers/ncu.py): which metrics it holds, and what they mean."""
+    or source-page CSV; parsers/profiles/proton.py, parsers/profiles/ncu.py): which metrics it holds,
+    and what they mean."""
 
     __tablename__ = "profiles"
     pk: Mapped[int] = mapped_column(Integer, primary_key=True)

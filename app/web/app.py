@@ -41,7 +41,7 @@ from app.web.views import (
     snapshots,
     sources,
 )
-from parsers.sources import Limits
+from parsers.inputs.sources import Limits
 
 log = logging.getLogger("irlens")
 DEMO_DIR = Path(__file__).resolve().parents[1] / "demo"

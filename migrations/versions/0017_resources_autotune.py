@@ -2,10 +2,11 @@
 
 `compilations.resources` (JSON, NULL when unknown): what the kernel binary or its AMDGCN says
 (registers, stack/local bytes per thread, static shared memory; for AMD also SGPRs, AGPRs, spill
-counts and the compiler's occupancy), read at ingest (parsers/cubin.py, parsers/amdgcn_resources.py):
-irlens keeps a cubin only by size and hash, so its numbers are read while it streams by.
+counts and the compiler's occupancy), read at ingest (parsers/caches/cubin.py,
+parsers/caches/amdgcn_resources.py): irlens keeps a cubin only by size and hash, so its numbers are
+read while it streams by.
 `runs.autotune` (JSON, NULL when the run printed none): the autotuning tables and sessions its logs
-hold (parsers/autotune.py). Runs ingested before this revision keep NULL in both.
+hold (parsers/autotuning/autotune.py). Runs ingested before this revision keep NULL in both.
 
 Revision ID: 0017
 Revises: 0016

@@ -31,7 +31,7 @@ from app.urls import Urls
 from app.web.page_cache import cache_response, cached_response
 from app.web.responder import int_param, respond, strip_json, wants_json
 from app.web.source_window import source_blocks
-from parsers.loc import match_source
+from parsers.locations.loc import match_source
 
 MAX_SOURCE_PANES = 4  # Python files shown beside one snapshot
 MAX_FRAGMENT_LINES = 50_000

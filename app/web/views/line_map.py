@@ -15,7 +15,7 @@ from app.store.models import Snapshot
 from app.urls import snapshot_id
 from app.web.responder import SessionDep, UrlsDep, respond, wants_json
 from app.web.views.ir_page import compilation_context, load_compilation, run_sources
-from parsers.loc import match_source
+from parsers.locations.loc import match_source
 
 router = APIRouter()
 

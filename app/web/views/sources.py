@@ -14,7 +14,7 @@ from app.store.models import Run
 from app.urls import Urls
 from app.web.responder import SessionDep, UrlsDep, respond, wants_json
 from app.web.views.ir_page import run_sources
-from parsers.loc import match_source
+from parsers.locations.loc import match_source
 
 router = APIRouter()
 

@@ -1,7 +1,7 @@
 """What a stream holds and what its members are called: the archive or compression format by magic
 bytes, and member names made safe to keep (no traversal, no absolute paths, no control characters).
 
-Pure helpers for the walker (parsers/sources.py) and its archive readers (parsers/archives.py).
+Pure helpers for the walker (parsers/inputs/sources.py) and its archive readers (parsers/inputs/archives.py).
 """
 
 from __future__ import annotations

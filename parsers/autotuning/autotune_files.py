@@ -1,5 +1,5 @@
-"""Autotuning results kept in files of their own (the log-line forms are parsers/autotune.py's), read
-into the same entries: {"kind", "kernel", "shapes", "key", "choices": [{name, time_ms, percent, config,
+"""Autotuning results kept in files of their own (the log-line forms are parsers/autotuning/autotune.py's),
+read into the same entries: {"kind", "kernel", "shapes", "key", "choices": [{name, time_ms, percent, config,
 status, error, compile_time}], "winner", "best_config", "log"}. Percent is as inductor prints it: the
 fastest successful choice is 100%, one twice as slow 50%.
 

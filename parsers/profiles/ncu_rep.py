@@ -1,6 +1,6 @@
 """Nsight Compute reports (`.ncu-rep`), read through NVIDIA's `ncu-report` package (optional:
 `pip install 'irlens[ncu]'`). Without it a report is kept as a file and a note says how to read
-it; the CSV that `ncu --import r.ncu-rep --page source --csv` exports needs nothing (parsers/ncu.py).
+it; the CSV that `ncu --import r.ncu-rep --page source --csv` exports needs nothing (parsers/profiles/ncu.py).
 
 Per kernel (an "action") the per-instruction metrics are the source-correlated ones: each metric
 with correlation IDs has one value per instruction address. Read here: the warp-state samples
@@ -11,7 +11,15 @@ instruction's source line comes from the report's line table (`source_info`), it
 
 from __future__ import annotations
 
-from parsers.profile_records import Kernel, Profile, ProfileError, SassRow, add_into, line_kind, metric_info
+from parsers.profiles.profile_records import (
+    Kernel,
+    Profile,
+    ProfileError,
+    SassRow,
+    add_into,
+    line_kind,
+    metric_info,
+)
 
 __all__ = ["available", "parse_report"]
 

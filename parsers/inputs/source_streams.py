@@ -22,8 +22,8 @@ from typing import BinaryIO, Protocol, cast
 
 import zstandard
 
-from parsers.source_limits import Corrupt, InputLimitExceeded, WalkBudget
-from parsers.source_names import describe, display_path, fmt_bytes
+from parsers.inputs.source_limits import Corrupt, InputLimitExceeded, WalkBudget
+from parsers.inputs.source_names import describe, display_path, fmt_bytes
 
 REPLAY_BYTES = 256 << 10  # a one-pass stream may be re-opened until this much of it was read
 BOMB_FLOOR = 64 << 20  # the ratio test starts here: small files can legitimately compress absurdly well

@@ -3,7 +3,7 @@
 The log scanner hands over blocks of consecutive lines outside any IR dump. `parse_gap` turns one
 block into records, in order, covering every line exactly once:
 
-- `TimingReport` (see `parsers.timing`);
+- `TimingReport` (see `parsers.logs.timing`);
 - `Diagnostic`, of three kinds:
   - "mlir": MLIR's diagnostics. SourceMgr style (`/path/k.py:236:5: error: ...`, then the source line
     and a caret, then `...: note: ...` lines with their own source and caret, and the stack trace of
@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from parsers.timing import TIMING_BANNER, TimingReport, looks_like_timing_start, parse_timing_at
+from parsers.logs.timing import TIMING_BANNER, TimingReport, looks_like_timing_start, parse_timing_at
 
 __all__ = [
     "TIMING_BANNER",

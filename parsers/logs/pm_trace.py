@@ -5,7 +5,7 @@
     Invalidating analysis: LastRunTrackingAnalysis on add_kernel
     Clearing all analysis results for: <possibly invalidated loop>
 
-These lines are log text between dumps (parsers/log.py ends an LLVM dump at them). What they add to
+These lines are log text between dumps (parsers/logs/log.py ends an LLVM dump at them). What they add to
 the dumps is which passes ran without printing one (pass adaptors, wrappers, passes on a filtered
 function) and in which order: `Trace` collects the passes reported since the last dump and hands
 them to the next one, less the pass that dump is of.

@@ -26,7 +26,7 @@ another input), or a Triton compilation's start. A log of Triton's LLVM dumps al
 runs its first pass again on the transformed IR (opt's verifier, first and last) stays one
 compilation.
 
-Each snapshot is compared with the previous dump of the same scope (parsers/scopes.py: the module,
+Each snapshot is compared with the previous dump of the same scope (parsers/logs/scopes.py: the module,
 or one function, loop or op): that one is its `base`, and `changed` says whether the body differs.
 """
 
@@ -37,7 +37,7 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from parsers import scopes
+from parsers.logs import scopes
 from parsers.records import Dump, DumpHeader
 
 # What kernel_of looks for (the specification; running these over whole bodies was a quarter of the
@@ -183,7 +183,7 @@ class SnapshotRecord:
     level: str = scopes.MODULE  # what the body holds: module, function, loop, machine, op
     base: int | None = None  # index of the previous snapshot of the same scope, compared with
     trace: tuple[str, ...] = ()  # passes LLVM's pass manager ran since the previous dump without one
-    unit: str | None = None  # the function, loop or op the body holds (parsers/scopes.py), if named
+    unit: str | None = None  # the function, loop or op the body holds (parsers/logs/scopes.py), if named
 
     @property
     def scope(self) -> str | None:
@@ -341,7 +341,7 @@ class CompilationGrouper:
 
     def add(self, dump: Dump, blob: str, trace: tuple[str, ...] = ()) -> CompilationRecord | None:
         """Assign a dump to its compilation; `trace` is the passes LLVM's pass manager reported
-        running since the previous dump without printing one (parsers/pm_trace.py)."""
+        running since the previous dump without printing one (parsers/logs/pm_trace.py)."""
         header = dump.header
         level, name = self._facts.level_and_name(header, dump.body)
         current = self._current

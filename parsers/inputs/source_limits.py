@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from parsers.source_names import display_path, fmt_bytes
+from parsers.inputs.source_names import display_path, fmt_bytes
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
 """Split a log byte stream into IR dumps and the gap text between them.
 
-Works on large chunks (parsers/log_chunks.py) and byte offsets rather than decoded lines: a dump
+Works on large chunks (parsers/logs/log_chunks.py) and byte offsets rather than decoded lines: a dump
 body is found with `bytes.find` and sliced out whole, so the Python-level work is per dump, not per
 line. Damage is detected where it is cheap: a banner that starts mid-line or is glued to another
 (two writers interleaved), a dump cut off by the next banner or by the end of the log, and a body
-that its printer cannot have written whole (parsers/dump_damage.py: foreign bytes, unbalanced
+that its printer cannot have written whole (parsers/logs/dump_damage.py: foreign bytes, unbalanced
 braces, no module or two, #loc or !N numbering with gaps, an LLVM dump not ending as one does).
 Pieces of broken banners in the gap text are reported. tests/test_fuzz_logs.py states, as
 properties, what this guarantees.
@@ -23,8 +23,8 @@ import re
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from parsers import llvm_dump, mlir_dump
-from parsers.dump_damage import (
+from parsers.logs import llvm_dump, mlir_dump
+from parsers.logs.dump_damage import (
     BANNER_PIECE,
     BROKEN_BANNER,
     COUNTED,
@@ -33,7 +33,7 @@ from parsers.dump_damage import (
     body_damage,
     has_banner_piece,
 )
-from parsers.log_chunks import MAX_LINE_BYTES, MLIR_MARK, Chunks
+from parsers.logs.log_chunks import MAX_LINE_BYTES, MLIR_MARK, Chunks
 from parsers.records import CutLine, Dump, DumpHeader, GapBlock, UnknownBanner
 
 __all__ = ["MAX_DUMP_BYTES", "MAX_LINE_BYTES", "NO_MODULE", "TOO_BIG", "body_damage", "scan_log"]
@@ -48,7 +48,7 @@ _BANNER = re.compile(rb"^(?:// -----// |; \*\*\* IR Dump |\*\*\* IR Dump |# \*\*
 # An LLVM dump has blank lines inside, so it runs until the next banner or an obvious non-IR line
 # (a timing report, a traceback, LLVM's fatal error, or MLIR text: another writer's dump).
 # LLVM's pass-manager trace (-debug-pass-manager, which Triton's LLVM_IR_ENABLE_DUMP turns on) ends a
-# dump too: its lines come between dumps and are log text, never IR (parsers/pm_trace.py reads them).
+# dump too: its lines come between dumps and are log text, never IR (parsers/logs/pm_trace.py reads them).
 _LLVM_END = re.compile(
     rb"^(?:// -----// |; \*\*\* IR Dump |\*\*\* IR Dump |# \*\*\* IR Dump |===-|Traceback \(most recent call last\)"
     rb"|#loc\d* = loc\(|module (?:attributes )?\{|LLVM ERROR: "
@@ -71,7 +71,7 @@ _BLANK_END = re.compile(rb"\n\r?\n")  # a body's end: its last newline, then a b
 # path sees it whole), unless it is already this long.
 _CARRY_MAX = 4 << 20
 # Memory stays bounded by these however the input is shaped: a longer line keeps its first
-# MAX_LINE_BYTES (parsers/log_chunks.py; the rest is reported, not stored), and a longer dump ends
+# MAX_LINE_BYTES (parsers/logs/log_chunks.py; the rest is reported, not stored), and a longer dump ends
 # there as damaged (the rest is read as log text). Real dumps are a few MB; a runaway print or binary
 # junk is not IR.
 MAX_DUMP_BYTES = 64 << 20

@@ -1,6 +1,6 @@
 """Why a dump's body cannot be whole as its printer wrote it: the checks a cut or a mix breaks.
 
-parsers/log.py calls :func:`body_damage` on every body it cuts out of a log; a body that fails
+parsers/logs/log.py calls :func:`body_damage` on every body it cuts out of a log; a body that fails
 is kept, marked damaged with one of the messages below (what the user reads beside it).
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 import functools
 import re
 
-from parsers import scopes
 from parsers.literal_scan import LiteralSet
+from parsers.logs import scopes
 
 UNBALANCED = "unbalanced braces: the dump is incomplete or mixed with other output"
 FOREIGN = (

@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import BinaryIO, cast
 
-from parsers.source_limits import Corrupt, InputLimitExceeded, WalkBudget
-from parsers.source_names import describe, display_path, fmt_bytes, is_junk, member_name
-from parsers.source_streams import (
+from parsers.inputs.source_limits import Corrupt, InputLimitExceeded, WalkBudget
+from parsers.inputs.source_names import describe, display_path, fmt_bytes, is_junk, member_name
+from parsers.inputs.source_streams import (
     CORRUPT_ERRORS,
     PASS_THROUGH,
     Blob,

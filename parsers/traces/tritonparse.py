@@ -2,7 +2,7 @@
 
 What tritonparse 0.6 writes (`tritonparse.structured_logging`):
 - raw traces `dedicated_log_triton_trace_*.ndjson`; with TRITON_TRACE_COMPRESSION=gzip or zstd the
-  same records as `*.bin.ndjson`, one gzip member or zstd frame per record (parsers/sources.py
+  same records as `*.bin.ndjson`, one gzip member or zstd frame per record (parsers/inputs/sources.py
   decompresses both by their magic bytes, across members and frames, before this module reads them);
 - parsed traces from `tritonparse parse` (`*_mapped.ndjson.gz`, `f0_fc0_a0_cai-.ndjson.gz`): the same
   compilation and launch events, one compilation per kernel hash, plus derived events
@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from parsers import cache
+from parsers.caches import cache
 
 MAX_RECORD = 256 << 20  # one record's JSON line; a compilation holds every stage's text
 _DERIVED = frozenset({

@@ -1,4 +1,4 @@
-"""A log stream read in big blocks and handed out as pieces of whole lines, for parsers/log.py.
+"""A log stream read in big blocks and handed out as pieces of whole lines, for parsers/logs/log.py.
 
 Blocks are scanned where they were read, without copying; only what must be seen together with
 the next block (a line cut by the block's end, a dump still open there) is joined into a small

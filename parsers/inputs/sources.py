@@ -30,9 +30,9 @@ from collections.abc import Iterable, Iterator
 from functools import partial
 from typing import BinaryIO, cast
 
-from parsers.archives import ArchiveWalker
-from parsers.source_limits import Corrupt, InputLimitExceeded, Limits, Skipped, WalkBudget
-from parsers.source_names import (
+from parsers.inputs.archives import ArchiveWalker
+from parsers.inputs.source_limits import Corrupt, InputLimitExceeded, Limits, Skipped, WalkBudget
+from parsers.inputs.source_names import (
     base_name,
     describe,
     display_path,
@@ -42,7 +42,7 @@ from parsers.source_names import (
     member_name,
     strip_suffix,
 )
-from parsers.source_streams import (
+from parsers.inputs.source_streams import (
     CORRUPT_ERRORS,
     DECODERS,
     Blob,

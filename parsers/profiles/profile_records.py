@@ -1,5 +1,5 @@
-"""What a profile parser gives (parsers/proton.py, parsers/ncu.py): kernels with their metric totals,
-their per-source-line and per-SASS-instruction metrics, and what each metric means.
+"""What a profile parser gives (parsers/profiles/proton.py, parsers/profiles/ncu.py): kernels with their
+metric totals, their per-source-line and per-SASS-instruction metrics, and what each metric means.
 
 Every kernel keeps, for each metric, `totals` = the sum over `lines` + `unattributed`: what no
 line holds (a kernel frame's own launch time, an instrumentation region, an instruction without

@@ -25,7 +25,15 @@ import csv
 import io
 import re
 
-from parsers.profile_records import Kernel, Profile, ProfileError, SassRow, add_into, line_kind, metric_info
+from parsers.profiles.profile_records import (
+    Kernel,
+    Profile,
+    ProfileError,
+    SassRow,
+    add_into,
+    line_kind,
+    metric_info,
+)
 
 __all__ = ["additive", "is_raw_csv", "is_source_csv", "parse_raw_csv", "parse_source_csv"]
 

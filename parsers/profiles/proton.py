@@ -33,7 +33,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from parsers.profile_records import Kernel, Profile, ProfileError, add_into, line_kind, metric_info
+from parsers.profiles.profile_records import Kernel, Profile, ProfileError, add_into, line_kind, metric_info
 
 __all__ = ["is_hatchet", "parse_hatchet"]
 
