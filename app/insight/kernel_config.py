@@ -115,7 +115,7 @@ def source_facts(session: Session, compilation: Compilation) -> dict[str, Any]:
     64`), the problem size (`M = 1024`, `stride_am = 512`) and num_stages / num_warps of its
     decorator. The module is the file the TTIR's first `#loc` names. Empty when it was not uploaded."""
     from app.store.models import Source
-    from parsers.loc import match_source
+    from parsers.locations.loc import match_source
 
     file = None
     for digest in _ttir_digests(session, compilation):
