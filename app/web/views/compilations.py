@@ -5,7 +5,6 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from app.highlight.hwops import GROUPS
-from app.insight.autotune import autotune_result
 from app.insight.comparisons import compare_candidates
 from app.insight.compilation_data import compilation_data
 from app.insight.launches import launch_page_cells
@@ -27,8 +26,6 @@ def compilation_page(request: Request, run_id: str, ordinal: str, session: Sessi
                             parse_int(request.query_params.get("s", "")))
     visible = visible_runs(identify(request), request.app.state.settings)  # other runs: those the reader may list
     data["compare_with"] = compare_candidates(session, compilation, urls, visible)
-    # whether the autotuner picked this config, and its benchmark times (the run's autotune tables)
-    data["autotune"] = autotune_result(session, compilation, urls)
     link_diagnostics(session, compilation.run_id, data["diagnostics"], urls)
     if not wants_json(request):
         # the op columns worth showing: groups some snapshot of this compilation uses
