@@ -93,3 +93,24 @@ def test_scopes_are_kept_apart_and_named(site):
     assert hot["scope"] in ("autotune", "steady") and [o["scope"] for o in hot["other_scopes"]]
     html = client.get(compilation["url"] + f"?metric={METRIC}").text
     assert f"scope <span class=\"mono\">{hot['scope']}</span>" in html
+
+
+def test_instrumentation_cycles_per_region(site):
+    """Proton's instrumentation backend (`pl.enter_scope("load"/"store")` in scoped_add): the run page
+    gives each region's cycles, as the hatchet file holds them."""
+    archive, client, data = site
+    if archive.parent.name != "gpu_runs":
+        pytest.skip("only the H100 capture ran the instrumentation backend")
+    (profile,) = [p for p in data["profiles"] if p["path"].endswith("instrumentation/profile.hatchet")]
+    with tarfile.open(archive) as tar:
+        tree = json.loads(tar.extractfile("proton/instrumentation/profile.hatchet").read())[0]  # type: ignore[union-attr]
+    expected = {}
+    for scope in tree["children"]:
+        for kernel in scope["children"]:
+            for region in kernel.get("children", []):
+                expected[region["frame"]["name"]] = region["metrics"]["cycles"]
+    (kernel,) = [k for k in profile["kernels"] if k["regions"]]
+    assert {r["name"]: r["cycles"] for r in kernel["regions"]} == expected and set(expected) == {"load", "store"}
+    html = client.get(data["url"]).text
+    for name, cycles in expected.items():
+        assert f"{cycles:,.0f} cycles" in html
