@@ -18,8 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import ingest as ingest_bench
 from bench import bigrun, inputs, scan_workers, web
+from bench import ingest as ingest_bench
 from bench import inspector as inspector_bench
 from bench import peers as peers_bench
 from bench import source_map as map_bench

@@ -91,9 +91,9 @@ def test_every_compiled_triton_config_links_to_its_compilation(tmp_path, upload)
 
 
 def module_facts(text: str) -> dict:
-    facts = {name: value for name, value in re.findall(r"^    ([A-Z_]+) : tl\.constexpr = (\S+)$", text, re.M)}
-    facts.update(re.findall(r"^    ([MNK]) = (\d+)$", text, re.M))
-    facts.update(re.findall(r"^(num_stages|num_warps)=(\d+),$", text, re.M))
+    facts = {name: value for name, value in re.findall(r"^    ([A-Z_]+) : tl\.constexpr = (\S+)$", text, re.MULTILINE)}
+    facts.update(re.findall(r"^    ([MNK]) = (\d+)$", text, re.MULTILINE))
+    facts.update(re.findall(r"^(num_stages|num_warps)=(\d+),$", text, re.MULTILINE))
     return facts
 
 
@@ -116,7 +116,7 @@ def test_every_inductor_choice_links_to_the_module_that_benchmarked_it(tmp_path)
                 detail = client.get(choice["compilation"] + ".json").json()
                 cache = detail["cache"].rstrip("/").rsplit("/", 1)[-1]
                 (source,) = [text for name, text in files.items() if f"/{cache}/" in name and name.endswith(".source")]
-                module_path = re.search(r'^#loc = loc\("([^"]+)"', source, re.M).group(1)
+                module_path = re.search(r'^#loc = loc\("([^"]+)"', source, re.MULTILINE).group(1)
                 tail = "/".join(module_path.split("/")[-2:])
                 (module,) = [text for name, text in files.items() if name.endswith(tail)]
                 facts = module_facts(module)

@@ -112,5 +112,5 @@ def test_instrumentation_cycles_per_region(site):
     (kernel,) = [k for k in profile["kernels"] if k["regions"]]
     assert {r["name"]: r["cycles"] for r in kernel["regions"]} == expected and set(expected) == {"load", "store"}
     html = client.get(data["url"]).text
-    for name, cycles in expected.items():
+    for cycles in expected.values():
         assert f"{cycles:,.0f} cycles" in html

@@ -110,7 +110,7 @@ class AutotuneScanner:
             self._failing = None
             return False
         failing["lines"] += 1
-        if line.strip() and not line.strip() == "^":
+        if line.strip() and line.strip() != "^":
             failing["last"] = line.strip()
             failing["choice"]["error"] = f"{failing['first']} {failing['last']}"
         return True
