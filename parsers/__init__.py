@@ -11,7 +11,11 @@ Rooms by input family (each `__init__` says what it owns and what it may import)
 - `parsers/traces/`: structured compile and launch traces (tritonparse);
 - `parsers/profiles/`: profiles (Proton, Nsight Compute);
 - `parsers/autotuning/`: autotuning results, printed in a log or kept in files of their own;
-- `parsers/locations/`: IR lines -> Python source lines (`parsers/locations/loc.py` is the entry).
+- `parsers/locations/`: IR lines -> Python source lines (`parsers/locations/loc.py` is the entry);
+- `parsers/perpass/`: per-pass file folders of any MLIR/LLVM pipeline (`<prefix>_NNN_<Pass>.mlir`, MLIR
+  tree printing, LLVM `-ir-dump-directory`, CuTe DSL's `CUTE_DSL_KEEP` IR) and bare module files;
+- `parsers/cutile/`: cuTile's `CUDA_TILE_LOGS` output split into its modules;
+- `parsers/tilelang/`: TileLang's `tl.dump_ir_path` folder of per-pass TVMScript.
 
 At the top, shared by all: `parsers/records.py` (the dump records) and `parsers/literal_scan.py` (one
 pass for several literals) sit below every room and import none; `parsers/registry.py`, the one list

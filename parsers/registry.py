@@ -16,7 +16,11 @@ from dataclasses import dataclass
 
 from parsers.autotuning import autotune_files
 from parsers.caches import cache
+from parsers.cute.keep import keep_file
+from parsers.cutile.logs import is_cutile_log
+from parsers.perpass.names import PassFile, pass_file
 from parsers.profiles import ncu, proton
+from parsers.tilelang.names import dump_file as tilelang_dump_file
 from parsers.traces import tritonparse
 
 
@@ -101,6 +105,29 @@ FORMATS: list[InputFormat] = [
         "Kernel metadata JSON from a Triton cache folder",
         lambda path, head: path.endswith(".json") and _is_cache_metadata(path, head),
     ),
+    InputFormat(
+        "cutile-log",
+        "cuTile's CUDA_TILE_LOGS=CUTILEIR,TILEIR output: read as a log, each kernel's CuTile IR and TileIR a "
+        "compilation of it",
+        lambda path, head: is_cutile_log(head),
+    ),
+    InputFormat(
+        "tileir-bytecode",
+        "cuTile's TileIR bytecode (.tileirbc, CUDA_TILE_DUMP_BYTECODE): decoded by tileirdisasm where installed",
+        lambda path, head: path.endswith(".tileirbc"),
+    ),
+    InputFormat(
+        "pass-file",
+        "One IR file per pass (parsers/perpass/): <prefix>_NNN_<Pass>.mlir with <prefix>_0_with_loc.mlir, MLIR "
+        "tree-printing folders, LLVM -ir-dump-directory folders, CuTe DSL's CUTE_DSL_KEEP IR (parsers/cute/); a bare .mlir or "
+        "TileIR text (cuda_tile.module) file: one module, one snapshot",
+        lambda path, head: ir_file_place(path, head) is not None,
+    ),
+    InputFormat(
+        "tilelang-pass",
+        "TileLang's tl.dump_ir_path folder: {counter:03d}_{pass}.py TVMScript after each pass, one compilation",
+        lambda path, head: tilelang_dump_file(path, head) is not None,
+    ),
     InputFormat("source", "Python source the IR's loc() entries point at", lambda path, head: path.endswith(".py")),
     InputFormat(
         "ignored",
@@ -114,6 +141,11 @@ FORMATS: list[InputFormat] = [
         lambda path, head: True,
     ),
 ]
+
+
+def ir_file_place(path: str, head: bytes) -> PassFile | None:
+    """A "pass-file" input's place in its folder: CuTe DSL's kept IR first, then the generic styles."""
+    return keep_file(path, head) or pass_file(path, head)
 
 
 def classify(path: str, head: bytes) -> InputFormat:

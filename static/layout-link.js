@@ -64,14 +64,42 @@
 
   // Beside each ttg.convert_layout line: what its lowering costs (listed in #cvt-legend).
   const costs = new Map();
-  document.querySelectorAll("[data-cvt-line]").forEach((li) => costs.set("L" + li.dataset.cvtLine, li.dataset.cvtKind));
+  const cvtBanks = new Map();
+  document.querySelectorAll("[data-cvt-line]").forEach((li) => {
+    costs.set("L" + li.dataset.cvtLine, li.dataset.cvtKind);
+    if (li.dataset.cvtBank) cvtBanks.set("L" + li.dataset.cvtLine, li.dataset.cvtBank);
+  });
+  // Beside each shared-memory access: its bank conflicts (listed in #bank-legend).
+  const banks = new Map();
+  document.querySelectorAll("[data-bank-line]").forEach((li) => banks.set("L" + li.dataset.bankLine, li));
+  // The compiler's remarks at their ops' lines (listed in #remark-legend).
+  const remarks = new Map();
+  document.querySelectorAll("[data-remark-lines]").forEach((li) => {
+    li.dataset.remarkLines.split(",").filter(Boolean).forEach((n) => {
+      const id = "L" + n;
+      remarks.set(id, (remarks.has(id) ? remarks.get(id) + " · " : "") + li.dataset.remarkNote);
+    });
+  });
   function markCosts() {
+    remarks.forEach((note, id) => {
+      const line = document.getElementById(id);
+      if (line && !line.dataset.remark) line.dataset.remark = note;
+    });
     costs.forEach((kind, id) => {
       const line = document.getElementById(id);
-      if (line && !line.dataset.cvt) line.dataset.cvt = kind;
+      if (line && !line.dataset.cvt) {
+        line.dataset.cvt = kind;
+        if (cvtBanks.has(id)) line.dataset.cvtBank = cvtBanks.get(id);
+      }
+    });
+    banks.forEach((li, id) => {
+      const line = document.getElementById(id);
+      if (!line || line.dataset.bank) return;
+      line.dataset.bank = li.dataset.bankNote;
+      if (li.dataset.bankN && li.dataset.bankN !== "0") line.dataset.bankBad = "1";
     });
   }
-  if (costs.size) {
+  if (costs.size || banks.size || remarks.size) {
     markCosts();
     const ir = document.querySelector(".ir");
     let queued = false;

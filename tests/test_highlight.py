@@ -864,6 +864,7 @@ def test_groups_have_a_legend() -> None:
         "warpspec",
         "shared",
         "layout",
+        "copy",
     ]
     for group in GROUPS:
         assert group.label and group.description and group.css_class.startswith("hw-")

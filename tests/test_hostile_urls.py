@@ -198,3 +198,47 @@ def test_no_route_answers_5xx_to_hostile_values(walker):
 def test_out_of_range_numbers_are_404(walker, url):
     client, run_id = walker
     assert client.get(url.format(run=run_id)).status_code == 404
+
+
+BLOCKED = "#ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>"
+SHARED_VALUES = [
+    "#ttg.swizzled_shared<{vec = 8, perPhase = 1, maxPhase = 8, order = [1, 0]}>",
+    "#ttg.swizzled_shared<{vec = 0, perPhase = 0, maxPhase = 0, order = [1, 0]}>",
+    "#ttg.swizzled_shared<{vec = 99999999999999999999999, perPhase = 1, maxPhase = 8, order = [1, 0]}>",
+    "#ttg.swizzled_shared<{vec = 8, perPhase = 1, maxPhase = 8, order = [7, 0]}>",
+    "#ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = false, elementBitWidth = 16}>",
+    "#ttg.nvmma_shared<{swizzlingByteWidth = 3, transposed = maybe, elementBitWidth = -1}>",
+    "#ttg.padded_shared<[64:+4] {order = [1, 0], shape = [64, 64]}>",
+    "#ttg.padded_shared<[0:+0] {order = [1, 0], shape = [64, 64]}>",
+    "#ttg.shared_linear<{offset = [[0, 3], [1, 0]]}>",
+    "#ttg.shared_linear<{offset = []}>",
+]
+
+
+def test_bank_conflict_and_remark_queries_never_5xx(walker):
+    """The values issue 36 added: a (distributed, shared) pair's `to`, with hostile shared encodings,
+    element types, targets and shapes; `remark:` searches and completions."""
+    client, _ = walker
+    failures = []
+    urls = []
+    for shared in SHARED_VALUES + HOSTILE:
+        for elem in ("f16", "f64", "i1", "f8E4M3FN", "!tt.ptr<f16>", "", "x" * 300, "\x00", "f0", "i99999999999"):
+            urls.append("/-/layout.json?" + urlencode({"attr": BLOCKED, "shape": "64x64", "elem": elem, "to": shared}))
+        for target in ("hip:gfx942", "cuda:90", "cuda:", "\x00", "9" * 40):
+            urls.append("/-/layout?" + urlencode({"attr": BLOCKED, "shape": "64x64", "elem": "f16", "to": shared,
+                                                  "target": target}))
+        urls.append("/-/layout?" + urlencode({"attr": shared, "shape": "64x64", "elem": "f16", "to": BLOCKED}))
+    for shape in HOSTILE + ["1x1", "2x2", "65536x65536", "64x64x64"]:
+        urls.append("/-/layout.json?" + urlencode({"attr": BLOCKED, "shape": shape, "elem": "f32", "to": SHARED_VALUES[0]}))
+    for value in HOSTILE + ['"', '""', "%", "_", "\\", "remark:", "pipelin kernel:\x00"]:
+        for path in ("/search", "/search.json", "/search/suggest", "/search/suggest.json"):
+            urls.append(path + "?" + urlencode({"q": f"remark:{value}"}))
+        urls.append("/search.json?" + urlencode({"q": f"remark:{value} op:tt.load tag:{value}"}))
+    for url in urls:
+        response = client.get(url)
+        if response.status_code >= 500:
+            failures.append(f"{url[-200:]} -> {response.status_code}: {response.text[:200]}")
+    assert not failures, f"{len(failures)} requests got 5xx:\n" + "\n".join(failures[:40])
+    good = client.get("/-/layout.json?" + urlencode({"attr": BLOCKED, "shape": "64x64", "elem": "f16",
+                                                     "to": SHARED_VALUES[0]}))
+    assert good.status_code == 200 and good.json()["bank_conflicts"] == 0

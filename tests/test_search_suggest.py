@@ -85,7 +85,9 @@ def test_group_and_layout_words(corpus):
     layouts = {term[7:] for term in ir_terms(corpus["db"], corpus["gluon"]) if term.startswith("layout:")}
     assert {"blocked", "nvmma_shared"} <= layouts
     with client_for(corpus) as client:
-        assert set(suggested(client, "group:")) == {f"group:{group.key}" for group in GROUPS}
+        groups = {f"group:{group.key}" for group in GROUPS}  # every group, up to LIMIT of them
+        listed = set(suggested(client, "group:"))
+        assert listed == groups if len(groups) <= LIMIT else (listed <= groups and len(listed) == LIMIT)
         assert suggested(client, "group:Barr") == ["group:barrier"]  # keys and labels, any case
         assert suggested(client, "group:Warp")[0] == "group:warpspec"  # a key match before a label's
         assert suggested(client, "group:memory") == ["group:tmem", "group:shared"]  # labels only, in GROUPS order

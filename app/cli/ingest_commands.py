@@ -190,7 +190,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
         print("irlens: --db and --upload do not go together: store locally or upload", file=sys.stderr)
         return 2
     try:
-        captured = run_program(command, llvm=args.llvm, timing=args.timing, profile=args.profile)
+        captured = run_program(command, llvm=args.llvm, timing=args.timing, profile=args.profile,
+                               remarks=args.remarks)
     except OSError as error:
         print(f"irlens: cannot run {command[0]}: {error.strerror or error}", file=sys.stderr)
         return 127 if isinstance(error, FileNotFoundError) else 126
@@ -263,6 +264,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     capture.add_argument("--tag", action="append", help="a tag for the run (repeatable)")
     capture.add_argument("--llvm", action="store_true", help="also dump LLVM IR after every pass (LLVM_IR_ENABLE_DUMP=1)")
     capture.add_argument("--timing", action="store_true", help="also print pass timings (MLIR_ENABLE_TIMING=1)")
+    capture.add_argument("--remarks", action="store_true",
+                         help="also print the passes' remarks, e.g. why a loop was not pipelined "
+                              "(MLIR_ENABLE_DIAGNOSTICS=remarks); shown at their ops")
     capture.add_argument("--profile", action="store_true", help="run under Proton (PC sampling where the GPU allows, "
                          "else its default mode; the log says which) and store the profile with the run")
     capture.add_argument("--json", action="store_true", help="after the program's output, print the run as JSON")

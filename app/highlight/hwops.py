@@ -120,6 +120,13 @@ GROUPS: list[Group] = [
         "the op remove-layout-conversions tries to eliminate.",
         "hw-layout",
     ),
+    Group(
+        "copy",
+        "CuTe copy",
+        "CuTe DSL's cute.copy: a copy through a copy atom, whose kind (TMA, cp.async, ldmatrix, a "
+        "universal register copy) its atom's type names.",
+        "hw-copy",
+    ),
 ]
 
 GROUPS_BY_KEY: dict[str, Group] = {group.key: group for group in GROUPS}
@@ -146,6 +153,7 @@ _OP_PATTERNS: dict[str, list[str]] = {
         r"nvvm\.cp\.async\.bulk\.[\w.]+",
         r"nvvm\.prefetch\.tensormap",
         _INTRINSIC + r"nvvm\.cp\.async\.bulk\.[\w.]+",
+        r"cute_nvgpu\.(?:atom\.|arch\.)?\w*tma\w*",  # CuTe DSL: make_exec_tma, tma_partition, prefetch_tma_desc
     ],
     "tdm": [
         rf"{_AMDG}\.async_tdm_\w+",
@@ -168,6 +176,8 @@ _OP_PATTERNS: dict[str, list[str]] = {
         r"rocdl\.(?:mfma|smfmac|wmma)\.[\w.]+",
         _INTRINSIC + r"amdgcn\.(?:mfma|smfmac|wmma|swmmac)\.[\w.]+",
         _INTRINSIC + r"nvvm\.(?:wgmma|mma)\.[\w.]+",
+        r"cute\.gemm",  # CuTe DSL: an MMA atom's call
+        r"(?:cuda_tile\.)?mma[fi]",  # cuTile's TileIR (unprefixed inside cuda_tile.module)
     ],
     "barrier": [
         rf"{_TTNG}\.\w*barrier\w*",
@@ -190,6 +200,8 @@ _OP_PATTERNS: dict[str, list[str]] = {
     "tmem": [
         rf"{_TTNG}\.tmem_\w+",
         r"nvvm\.tcgen05\.(?!mma)[\w.]+",
+        r"cute_nvgpu\.arch\.sm100\.\w*tmem\w*",  # CuTe DSL: alloc_tmem, dealloc_tmem, retrieve_tmem_ptr
+        r"cute_nvgpu\.atom\.make_tmem_copy",
     ],
     "warpspec": [
         rf"{_TTG}\.warp_specialize\w*",
@@ -204,6 +216,9 @@ _OP_PATTERNS: dict[str, list[str]] = {
     "layout": [
         rf"{_TTG}\.convert_layout",
     ],
+    "copy": [
+        r"cute\.copy",
+    ],
 }
 
 # The op position: first on the line after optional results (`%a, %b:2 = `), maybe quoted.
@@ -211,7 +226,7 @@ _OP_PATTERNS: dict[str, list[str]] = {
 # is what keeps count_groups at a few milliseconds for 10,000 lines.
 _OP_START = (
     r'[ \t]*(?=[%"a-z])(?:%[^\n=]*=[ \t]*)?"?'
-    r"(?=tt|triton_|amdg|nvg|nvvm|rocdl|gpu\.|llvm\.call_intrinsic)"
+    r"(?=tt|triton_|amdg|nvg|nvvm|rocdl|gpu\.|llvm\.call_intrinsic|cute|cuda_tile\.|mma[fi])"
 )
 _OP_END = r"(?![\w$])(?!\.[\w$])"  # `tt.dot` but not `tt.dot_scaled` nor `tt.dot.x`
 

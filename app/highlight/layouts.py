@@ -1,4 +1,4 @@
-"""Layout encodings in TTGIR, explained in plain words.
+"""Layout encodings in TTGIR (and CuTe DSL's layout types, app/highlight/cute_layouts.py), explained in plain words.
 
 ``find_layouts(text)`` collects the encoding alias definitions at the top (and bottom) of a
 TTGIR module: ``#blocked1 = #ttg.blocked<{...}>``, ``#mma``, ``#shared``, ``#linear``,
@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from app.highlight.cute_layouts import explain_type, is_cute_type
 from app.highlight.layout_fields import COMMON_FIELDS, FIELD_EXPLAINERS, generic_field
 from app.highlight.layout_model import Layout, LayoutField
 from app.highlight.layout_params import Context, matching_close, parse_params
@@ -45,7 +46,9 @@ _ALIAS_DEF = re.compile(_ALIAS_BODY, re.MULTILINE)  # at the start of the text
 # where "^" in MULTILINE mode tries every position (15x slower on a 7 MB module).
 _ALIAS_DEF_AFTER_NEWLINE = re.compile("\n" + _ALIAS_BODY, re.MULTILINE)
 _HEAD = re.compile(r"#([\w$]+)\.([\w$.]+)")
-_ATTRIBUTE_NAME = re.compile(r"#[\w$.-]+")
+_ATTRIBUTE_NAME = re.compile(r"[#!][\w$.-]+")
+# CuTe DSL's type aliases of layouts and tensors: `!memref_gmem_f32 = !cute.memref<f32, gmem, "4:1">`
+_CUTE_ALIAS = re.compile(r"^!([\w$.-]+)[ \t]*=[ \t]*(!cute(?:_nvgpu)?\.[^\n]*?)[ \t]*$", re.MULTILINE)
 # what an explainer may raise on a value it did not expect
 _ODD_VALUE = (ValueError, TypeError, KeyError, IndexError, AttributeError, ZeroDivisionError, OverflowError)
 
@@ -65,6 +68,12 @@ def find_layouts(text: str) -> dict[str, Layout]:
         layout.alias = alias
         layout.line = line
         layouts[alias] = layout
+    if "!cute" in text:
+        for match in _CUTE_ALIAS.finditer(text):
+            layout = explain_type(match.group(2))
+            layout.alias = match.group(1)
+            layout.line = text.count("\n", 0, match.start()) + 1
+            layouts.setdefault(match.group(1), layout)
     return layouts
 
 
@@ -91,6 +100,8 @@ def explain_encoding(definition: str, aliases: Mapping[str, Layout] | None = Non
     ``aliases`` (from :func:`find_layouts`) lets a slice or dot_op name what its parent is.
     """
     definition = definition.strip()
+    if is_cute_type(definition):
+        return explain_type(definition)
     head = _HEAD.match(definition)
     if head is None and not re.fullmatch(r"#[\w$-]+", definition):
         return Layout(

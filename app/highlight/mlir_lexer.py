@@ -82,6 +82,9 @@ def _tokens(fallback: _TokenType) -> dict:
             (r"^([ \t]*)(module)" + _END, bygroups(Whitespace, Keyword.Namespace)),
             (r"^([ \t]*)(" + _DOTTED_ID + r")", bygroups(Whitespace, Name.Function)),
             (r"^([ \t]*)(" + _STRING + r")(?=\()", bygroups(Whitespace, Name.Function)),
+            # an op of the enclosing op's default dialect, unprefixed, first on its line (`return`,
+            # TileIR's `entry @f(`, `print "..."`): a bare name before a value, a symbol or nothing
+            (r"^([ \t]*)(" + _BARE_ID + r")(?=[ \t]+[%@\"]|[ \t]*$)", bygroups(Whitespace, Name.Function)),
             (r"[ \t\r\f\v]+", Whitespace),
             (r"\n", Whitespace),
             (r"\{-#|#-\}", Comment.Preproc),  # before `{`
@@ -95,6 +98,9 @@ def _tokens(fallback: _TokenType) -> dict:
                 bygroups(Name.Variable, Whitespace, Operator, Whitespace, Name.Function),
             ),
             (_SSA, Name.Variable),
+            # `%a, %b = op`: the op after the last of several results; an unprefixed one too
+            # (TileIR's `%tile, %token = load_view_tko ...`, `%0 = make_token`)
+            (r"(=)([ \t]*)(" + _DOTTED_ID + r"|" + _BARE_ID + r")" + _END, bygroups(Operator, Whitespace, Name.Function)),
             (r"(?:->|::|:)[ \t]*", Punctuation),
             # attributes and types from dialects, and aliases of either
             (r"!" + _DOTTED_ID, Keyword.Type),
@@ -148,7 +154,8 @@ def _tokens(fallback: _TokenType) -> dict:
 
 
 class MLIRLexer(FastRegexLexer):
-    """Triton's MLIR: TTIR, TTGIR, Gluon IR and the LLVM dialect."""
+    """Triton's MLIR: TTIR, TTGIR, Gluon IR and the LLVM dialect; any other dialect's (CuTe DSL's
+    `cute`, cuTile's `cuda_tile`, whose ops print without their prefix inside `cuda_tile.module`)."""
 
     name = "MLIR"
     aliases: ClassVar[list[str]] = ["mlir", "ttir", "ttgir"]

@@ -4,13 +4,14 @@ cubin's SASS is made in the background while the rest of the upload is read (app
 
 from __future__ import annotations
 
+import posixpath
 from concurrent.futures import Future
 from typing import BinaryIO
 
 from app.ingest.binary_resources import CubinTap
 from app.ingest.disassembler import Disassembler, SassJobs
 from app.ingest.file_streams import drain, read_small
-from app.ingest.linking import CacheFolder
+from app.ingest.linking import CacheFolder, dsl_keep_group, kept_stem
 from app.ingest.state import IngestState
 from app.store.blobs import sha256
 from parsers.caches import cache
@@ -57,6 +58,7 @@ class CacheFiles:
                 if reason and not kernels:
                     problem("warning", f"registers and stack of this cubin not read: {reason}", path=path)
                 folder.resources = {"source": "cubin", "kernels": kernels, "problem": reason}
+                folder.binary_resources[path] = folder.resources
             return role, size
         data = read_small(stream, path)
         digest = sha256(data)
@@ -95,15 +97,35 @@ class CacheFiles:
             self.state.problem("warning", f"SASS not shown for {count} cubin{'s' if count > 1 else ''}: "
                                f"{self.disassembler.reason}")
 
-    def check(self) -> None:
+    def split_kept(self, claimed: frozenset[str]) -> None:
+        """A DSL's dump folder holding several kernels' kept artifacts (CUTE_DSL_DUMP_DIR after several
+        compiles): one folder per kernel, so each joins its own IR's compilation (`claimed`: the per-pass
+        groups, folder/name) with its own cubin's resources. Triton's folders are left whole."""
+        for key, folder in list(self.folders.items()):
+            if folder.metadata is not None or any(f["kind"] in ("ttir", "ttgir", "json", "grp") for f in folder.files):
+                continue
+            stems = {kept_stem(f["path"]) for f in folder.files}
+            if len(stems) < 2 or not any(posixpath.join(folder.path, stem) in claimed for stem in stems):
+                continue
+            del self.folders[key]
+            for stem in sorted(stems):
+                part = CacheFolder(folder.path)
+                part.files = [f for f in folder.files if kept_stem(f["path"]) == stem]
+                part.paths = {f["path"] for f in part.files}
+                cubins = [f["path"] for f in part.files if f["path"] in folder.binary_resources]
+                part.resources = folder.binary_resources[cubins[0]] if cubins else None
+                self.folders[f"{key}\x00{stem}"] = part
+
+    def check(self, claimed: frozenset[str] = frozenset()) -> None:
         """Tell the user about cache folders that are suspect as a whole: a copy of another one, or
-        a kernel binary alone (a .cubin shows nothing but its size and hash)."""
+        a kernel binary alone (a .cubin shows nothing but its size and hash). `claimed`: the per-pass
+        groups (folder/name) whose compilation a DSL's kept artifacts join: not alone."""
         problem = self.state.problem
         seen: dict[frozenset, str] = {}
         made = {id(artifact) for artifact in self.made_sass}
         for folder in self.folders.values():
-            if folder.origin == "trace":
-                continue  # a traced compilation holds texts only, never a binary
+            if folder.origin == "trace" or dsl_keep_group(folder) in claimed:
+                continue  # a traced compilation holds texts only; a DSL's artifacts join their IR
             if sum(artifact["kind"] == "sass" for artifact in folder.files) > 1:  # a kernel dump's own .sass
                 folder.files = [artifact for artifact in folder.files if id(artifact) not in made]
             files = frozenset((artifact["kind"], artifact["sha256"]) for artifact in folder.files)

@@ -1,7 +1,7 @@
 """`irlens capture`: run a program with Triton's dumps on and gather what it wrote.
 
-The program runs with ``MLIR_ENABLE_DUMP=1`` (plus ``LLVM_IR_ENABLE_DUMP=1`` / ``MLIR_ENABLE_TIMING=1``
-when asked) and a fresh, empty ``TRITON_CACHE_DIR``, so every kernel it uses is compiled in this run
+The program runs with ``MLIR_ENABLE_DUMP=1`` (plus ``LLVM_IR_ENABLE_DUMP=1`` / ``MLIR_ENABLE_TIMING=1`` /
+``MLIR_ENABLE_DIAGNOSTICS=remarks`` when asked) and a fresh, empty ``TRITON_CACHE_DIR``, so every kernel it uses is compiled in this run
 rather than taken from a cache, and the cache folder holds exactly this run's kernels. Its stderr,
 where the dumps go, and its stdout, where ``TRITON_PRINT_AUTOTUNING`` lines and the program's own
 prints go, are each copied to the terminal (stderr to stderr, stdout to stdout) and to a log file on
@@ -72,7 +72,8 @@ class Captured:
         return paths + ([str(profile)] if profile.is_file() else []) + self.sources
 
 
-def capture_environment(base: dict[str, str], cache: Path, llvm: bool, timing: bool) -> dict[str, str]:
+def capture_environment(base: dict[str, str], cache: Path, llvm: bool, timing: bool,
+                        remarks: bool = False) -> dict[str, str]:
     env = dict(base)
     env["MLIR_ENABLE_DUMP"] = "1"
     # the autotuner's choice, read by parsers/autotuning/autotune.py
@@ -86,6 +87,8 @@ def capture_environment(base: dict[str, str], cache: Path, llvm: bool, timing: b
         env["LLVM_IR_ENABLE_DUMP"] = "1"
     if timing:
         env["MLIR_ENABLE_TIMING"] = "1"
+    if remarks:  # the passes' remarks (why a loop was not pipelined...), shown at their ops
+        env["MLIR_ENABLE_DIAGNOSTICS"] = "remarks"
     return env
 
 
@@ -128,14 +131,14 @@ def _copy(pipe: int, file: BinaryIO, terminal_fd: int) -> None:
 
 
 def run_program(command: Sequence[str], *, llvm: bool = False, timing: bool = False,
-                terminal_fd: int = 2, stdout_fd: int = 1, profile: bool = False) -> Captured:
+                terminal_fd: int = 2, stdout_fd: int = 1, profile: bool = False, remarks: bool = False) -> Captured:
     """Run ``command``, copying its stderr to ``terminal_fd`` and its stdout to ``stdout_fd``, each
     also to a file in a new temporary folder, and wait for it. Raises OSError when the program
     cannot be started."""
     folder = Path(tempfile.mkdtemp(prefix="irlens-capture-"))
     log, cache, out = folder / "capture.log", folder / "triton-cache", folder / "stdout.txt"
     cache.mkdir()
-    env = capture_environment(dict(os.environ), cache, llvm, timing)
+    env = capture_environment(dict(os.environ), cache, llvm, timing, remarks)
     if profile:
         profile_environment(env, folder)  # the profile lands in `folder`, found by Captured.paths
     interrupted = False

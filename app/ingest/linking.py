@@ -39,6 +39,7 @@ class CacheFolder:
     matched_by: str | None = None
     origin: str = "cache"  # "trace": a tritonparse compilation event standing in for a cache folder
     resources: dict | None = None  # what its cubin or .amdgcn says (app/ingest/binary_resources.py)
+    binary_resources: dict[str, dict] = field(default_factory=dict)  # each cubin's, by path
 
     def add(self, kind: str, path: str, size: int, sha: str, blob: str | None, match: str | None) -> None:
         self.files.append({"kind": kind, "path": path, "size": size, "sha256": sha, "blob": blob})
@@ -94,6 +95,8 @@ def link_caches(
             continue
         target = _match(folder, compilations, hashes, links, by_name)
         if target is None and folder.metadata is None:
+            target = _match_dsl_keep(folder, compilations, links)
+        if target is None and folder.metadata is None:
             target = _match(folder, cache_only, {id(c): _folder_hashes(links, c) for c in cache_only}, None, {})
         if target is None:
             target = CompilationRecord(folder.kernel, 0)
@@ -101,6 +104,36 @@ def link_caches(
             folder.matched_by = None
         links.add(target, folder)
     return links, cache_only
+
+
+_ARCH_SUFFIX = re.compile(r"\.(?:sm|compute)_\w+$")
+
+
+def kept_stem(path: str) -> str:
+    """`<fn>` of a DSL's kept artifact `<dir>/<fn>.sm_90a.cubin`, `<fn>.ptx`, `<fn>.sass`."""
+    return _ARCH_SUFFIX.sub("", posixpath.basename(path).rsplit(".", 1)[0])
+
+
+def dsl_keep_group(folder: CacheFolder) -> str | None:
+    """`<folder>/<fn>` when a folder's files are one kernel's kept artifacts without Triton's IR or
+    metadata (CuTe DSL's CUTE_DSL_KEEP: `<fn>.ptx`, `<fn>.sm_90a.cubin`, `<fn>.sass`; a cuTile export's
+    `<fn>.cubin`): the per-pass group (app/ingest/pass_files.py) they belong with."""
+    names = {kept_stem(f["path"]) for f in folder.files}
+    if len(names) != 1 or any(f["kind"] in ("ttir", "ttgir", "json") for f in folder.files):
+        return None
+    return posixpath.join(folder.path, names.pop())
+
+
+def _match_dsl_keep(folder: CacheFolder, compilations: list[CompilationRecord], links: Links) -> CompilationRecord | None:
+    """A DSL's kept artifacts join the one per-pass compilation of their group (its kept IR files, or
+    its decoded bytecode) in the same folder: no hash ties them, only the name and the place."""
+    wanted = dsl_keep_group(folder)
+    found = [c for c in compilations if c.generic and wanted is not None and c.files == wanted
+             and id(c) not in links]
+    if len(found) != 1:
+        return None
+    folder.matched_by = "name"
+    return found[0]
 
 
 def _folder_hashes(links: Links, compilation: CompilationRecord) -> set[str]:
@@ -277,6 +310,10 @@ def resolve_diagnostics(
             compilations.insert(position, owner)
             inserted += 1
         elif owner is None and kernel and preceding is not None and preceding.kernel == kernel:
+            owner = preceding
+        elif owner is None and kernel is None and not is_error and diag.kind == "mlir" and preceding is not None:
+            # A remark, warning or note of MLIR (MLIR_ENABLE_DIAGNOSTICS=remarks) printed by a pass of
+            # the compilation in progress, whose source was not uploaded: that compilation's.
             owner = preceding
         if owner is not None and is_error:
             # The first error of a compile that had not failed yet says why (over "the log starts

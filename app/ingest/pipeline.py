@@ -19,10 +19,12 @@ from sqlalchemy.orm import Session
 
 from app.ingest.autotune_files import AutotuneFiles
 from app.ingest.cache_files import CacheFiles
+from app.ingest.cutile_files import CutileFiles
 from app.ingest.disassembler import Disassembler
 from app.ingest.file_streams import PrefixedStream, drain, read_small
 from app.ingest.log_prescan import LogPrescan
 from app.ingest.log_reader import LogReader
+from app.ingest.pass_files import PassFiles
 from app.ingest.profiles import ProfileCollector
 from app.ingest.run_writer import RunWriter
 from app.ingest.state import IngestError, IngestState
@@ -33,13 +35,14 @@ from app.store.blobs import BlobWriter
 from app.store.models import Run
 from parsers import registry
 from parsers.inputs.sources import InputFile, InputLimitExceeded, Limits, SourceWalker
+from parsers.tilelang.names import dump_file as tilelang_dump_file
 
 __all__ = ["Ingest", "IngestError", "new_run_id"]
 
 HEAD_BYTES = 8192
 Progress = Callable[[str, int], None]
 _KEPT_ROLES = {"log", "tritonparse", "source", "cache-group", "cache-stage", "cache-binary", "cache-metadata", "profile",
-               "autotune"}
+               "autotune", "pass-file", "cutile-log", "tileir-bytecode", "tilelang-pass"}
 MAX_REASONS = 10  # files named in the error for an upload with nothing to ingest
 
 
@@ -76,6 +79,8 @@ class Ingest:
         self.traces = TraceCollector(self.blobs, self.state.problem)
         self.profiles = ProfileCollector(self.state, self.limits.max_profile_bytes)
         self.autotune_files = AutotuneFiles(self.state)
+        self.pass_files = PassFiles(self.state)
+        self.cutile = CutileFiles(self.state, self.logs, self.pass_files)
 
     # -- entry point -----------------------------------------------------------
     def ingest(self, inputs: Iterable) -> Run:
@@ -102,8 +107,10 @@ class Ingest:
             self.state.inputs.append({"path": skipped.path, "size": None, "role": "skipped", "note": skipped.reason})
         self._check_something_ingested()
         self.cache_files.collect_sass()
-        self.cache_files.check()
+        self.cache_files.split_kept(frozenset(self.pass_files.groups))
+        self.cache_files.check(frozenset(self.pass_files.groups))
         self.autotune_files.finish()
+        self.pass_files.finish()
         RunWriter(self.state, self.cache_files.folders, self.traces).write()
         self.profiles.write()
         return self.run
@@ -152,6 +159,17 @@ class Ingest:
             elif role == "autotune":
                 record["note"] = self.autotune_files.read(input_file.path, head, stream)
                 record["size"] = state.bytes_read - start
+            elif role == "cutile-log":
+                record["log_blob"] = self.cutile.read_log(input_file.path, stream, input_file.origin)
+                record["size"] = state.bytes_read - start
+                record["note"] = state.logs[-1].note
+            elif role == "tileir-bytecode":
+                record["size"], record["note"] = self.cutile.read_bytecode(input_file.path, stream)
+            elif role in ("pass-file", "tilelang-pass"):
+                place = registry.ir_file_place if role == "pass-file" else tilelang_dump_file
+                info = place(input_file.path, head)
+                assert info is not None  # the registry matched it so
+                record["size"], record["note"] = self.pass_files.read(input_file.path, info, stream)
             elif role == "source":
                 data = read_small(stream, input_file.path)
                 record["size"] = len(data)

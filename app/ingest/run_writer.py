@@ -83,7 +83,7 @@ class RunWriter:
                 cache_key=folder.path if folder else None,
                 cache_match=folder.matched_by if folder else None,
                 compile_seconds=round(sum(report.total for report in reports), 6) if reports else None,
-                counts={kind: record.count(kind) for kind in ("mlir", "internal", "llvm")},
+                counts=_counts(record),
                 changed=record.changed_count,
                 metadata_json=metadata.raw if metadata else None,
                 resources=stored_resources(folder.resources, record.kernel or (metadata.name if metadata else None))
@@ -166,6 +166,13 @@ class RunWriter:
         for path, text in sources.items():
             if path not in self.state.sources:
                 self.state.add_source(path, text.encode("utf-8", "surrogatepass"), text)
+
+
+def _counts(record: CompilationRecord) -> dict[str, int]:
+    """Snapshots per banner kind; TileLang's TVMScript ones only where there are some."""
+    counts = {kind: record.count(kind) for kind in ("mlir", "internal", "llvm")}
+    tvmscript = record.count("tvmscript")
+    return {**counts, "tvmscript": tvmscript} if tvmscript else counts
 
 
 def _inherit_target(rows: list[Compilation]) -> None:

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from app import render
 from app.insight.pass_charts import blob_measures
 from app.layouts.cvt_costs import counts_by_kind
+from app.layouts.smem_costs import counts_by_digest
 from app.store.models import Blob
 
 TextLoader = Callable[[], str | None]
@@ -52,3 +53,4 @@ def warm(session: Session, digests: Iterable[str]) -> None:
         render.ops_counts(digest, load)
         blob_measures(digest, load)
         counts_by_kind(digest, load)
+        counts_by_digest(digest, load)

@@ -15,6 +15,7 @@ from app.insight.line_metrics import hot_lines_fields
 from app.insight.op_search import first_seen, indexed
 from app.insight.page_data import compilation_detail
 from app.insight.pass_charts import pass_charts
+from app.insight.remarks import compilation_remarks
 from app.insight.resources import compilation_resources
 from app.store.models import Compilation
 from app.urls import Urls
@@ -34,6 +35,8 @@ def compilation_data(session: Session, compilation: Compilation, urls: Urls,
         snapshots, data["snapshots"],
         lambda digest: (lambda: render.blob_reader.text(session, digest)),
     )
+    # the compiler's remarks, warnings and notes, each at the pass that emitted it
+    data["remarks"] = compilation_remarks(session, compilation, urls)
     data["resources"] = compilation_resources(compilation, session)
     data["config"] = compilation_config(session, compilation)
     # whether the autotuner picked this config, and its benchmark times (the run's autotune tables)

@@ -25,12 +25,14 @@ from sqlalchemy import bindparam, insert, select
 from sqlalchemy.orm import Session
 
 from app import render
+from app.render.loc_transfer import transfer
 from app.store.blobs import decompress, insert_ignoring
 from app.store.models import Compilation, LineIndex, LineIndexPack, Snapshot
 from parsers.locations.loc import LlvmLocations, llvm_by_node_applies, llvm_lines_by_node, llvm_node_counts
 
 FACTS = "facts"
 _HAS_METADATA, _NEEDS_METADATA, _BY_NODE = 1, 2, 4
+_HAS_LOCS, _LACKS_LOCS = 8, 16  # a per-pass folder's MLIR text with locations, or printed without
 _NO_TABLE = LlvmLocations("")
 _TABLES = render.SizedLRU(max_bytes=64 << 20, max_items=64)  # metadata digest -> LlvmLocations
 PACK_LEVEL = 12  # a compilation's indexes in 0.1-0.5 ms; level 19 is 5% smaller at 7x the time
@@ -113,10 +115,10 @@ def _pack(files: dict[str, int], by_source: dict[tuple[str, int], list[int]]) ->
     return len(header).to_bytes(4, "little") + header + numbers.tobytes()
 
 
-def _context(kind: str, flags: int, digest: str, metadata: str | None) -> str:
+def _context(kind: str, flags: int, digest: str, metadata: str | None, located: str | None = None) -> str:
     """How an LLVM text (or another kind) is read: see the module's docstring."""
     if kind != "llvm":
-        return kind
+        return f"mlir@{located}" if flags & _LACKS_LOCS and located else kind
     if flags & _BY_NODE:
         table = digest if flags & _HAS_METADATA else metadata if flags & _NEEDS_METADATA else None
         return f"llvm@{table or ''}"
@@ -153,6 +155,7 @@ def indexes_for(session: Session, snapshots: Sequence[Snapshot], *, store: bool 
     entries: list[Entry] = []
     shared: dict[int, Entry] = {}
     metadata: str | None = None  # the latest LLVM dump with a metadata table so far
+    located: tuple[int, str] | None = None  # (compilation, blob) of a compilation's first snapshot with loc()
     for snapshot in snapshots:
         kind = render.snapshot_kind(snapshot.kind)
         text: str | None = None  # read at most once per snapshot, and only when something lacks
@@ -164,7 +167,19 @@ def indexes_for(session: Session, snapshots: Sequence[Snapshot], *, store: bool 
                 facts = rows[(snapshot.blob_id, FACTS)] = _Row(snapshot.blob_id, FACTS, _facts(text), None, 0, 0)
                 added.append(facts)
             flags = facts.flags
-        context = _context(kind, flags, snapshot.blob, metadata)
+        elif snapshot.stage == "mlir" and (snapshot.index == 0 or located and located[0] == snapshot.compilation_pk):
+            # a per-pass folder's (or generic pipeline's) MLIR text: its first snapshot's locations, if it
+            # has any, lend theirs to the texts printed without (app/render/loc_transfer.py)
+            facts = rows.get((snapshot.blob_id, FACTS))
+            if facts is None:
+                text = _text(session, snapshot.blob)
+                facts = rows[(snapshot.blob_id, FACTS)] = _Row(snapshot.blob_id, FACTS, _mlir_facts(text), None, 0, 0)
+                added.append(facts)
+            flags = facts.flags
+        if snapshot.index == 0:
+            located = (snapshot.compilation_pk, snapshot.blob) if flags & _HAS_LOCS else None
+        donor = located[1] if located and located[0] == snapshot.compilation_pk and snapshot.index else None
+        context = _context(kind, flags, snapshot.blob, metadata, donor)
         if flags & _HAS_METADATA and snapshot.kind == "llvm":
             metadata = snapshot.blob
         row = rows.get((snapshot.blob_id, context))
@@ -234,8 +249,14 @@ def _facts(text: str) -> int:
     return flags
 
 
+def _mlir_facts(text: str) -> int:
+    return _HAS_LOCS if render.has_locations(text) else _LACKS_LOCS if render.lacks_locations(text) else 0
+
+
 def _compute(session: Session, digest: str, text: str, context: str) -> bytes:
-    if context.startswith("llvm@"):
+    if context.startswith("mlir@"):
+        files, by_source = _transferred(text, _text(session, context[len("mlir@") :]))
+    elif context.startswith("llvm@"):
         metadata = context[len("llvm@") :]
         files, by_source = _by_node(text, _table(session, metadata, text if metadata == digest else None))
     else:
@@ -243,6 +264,18 @@ def _compute(session: Session, digest: str, text: str, context: str) -> bytes:
         files, by_source = dict(found.files), dict(found.by_source)
     ordered = dict(sorted(files.items(), key=lambda item: -item[1]))
     return _pack(ordered, by_source)
+
+
+def _transferred(text: str, donor: str) -> tuple[dict[str, int], dict[tuple[str, int], list[int]]]:
+    """Located lines per file and (file, line) -> 1-based IR lines of a text without locations, its
+    ops lined up with the donor's (app/render/loc_transfer.py)."""
+    files: dict[str, int] = {}
+    by_source: dict[tuple[str, int], list[int]] = {}
+    for number, locs in enumerate(transfer(donor, text), start=1):
+        if locs.primary is not None:
+            files[locs.primary.file] = files.get(locs.primary.file, 0) + 1
+            by_source.setdefault((locs.primary.file, locs.primary.line), []).append(number)
+    return files, by_source
 
 
 def _table(session: Session, digest: str, text: str | None) -> LlvmLocations:

@@ -70,7 +70,8 @@ def compilation_summary(compilation: Compilation, urls: Urls, artifact_kinds: li
         "status": compilation.status,
         "status_reason": compilation.status_reason,
         "failed_pass": compilation.failed_pass,
-        "snapshots": {kind: counts.get(kind, 0) for kind in ("mlir", "internal", "llvm")},
+        "snapshots": {kind: counts.get(kind, 0) for kind in ("mlir", "internal", "llvm", "tvmscript")
+                      if kind != "tvmscript" or kind in counts},
         "changed": compilation.changed,
         "artifacts": artifact_kinds,
         "num_warps": compilation.num_warps,
@@ -202,6 +203,7 @@ def compilation_detail(session: Session, compilation: Compilation, urls: Urls) -
     from app import render  # the render caches live there; imported late to keep this module light
     from app.highlight.hwops import retarget
     from app.layouts.cvt_costs import counts_by_kind
+    from app.layouts.smem_costs import counts_by_digest
 
     run_id, ordinal = compilation.run_id, compilation.ordinal
     data = compilation_summary(compilation, urls)
@@ -222,6 +224,9 @@ def compilation_detail(session: Session, compilation: Compilation, urls: Urls) -
         row["ops"] = retarget(ops_by_blob[snapshot.blob], compilation.target)
         # what this pass's ttg.convert_layout ops cost when lowered: {"shared": 3, "shuffles": 1, ...}
         row["conversions"] = counts_by_kind(
+            snapshot.blob, lambda digest=snapshot.blob: render.blob_reader.text(session, digest))
+        # its shared-memory accesses and how many conflict: {"accesses": 6, "with_conflicts": 1, ...}
+        row["bank_conflicts"] = counts_by_digest(
             snapshot.blob, lambda digest=snapshot.blob: render.blob_reader.text(session, digest))
         row["ms"] = pass_ms.get(snapshot.index)
     data["stages"] = _stage_groups(data["snapshots"])

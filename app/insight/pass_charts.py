@@ -179,6 +179,9 @@ def pass_charts(snapshots: list, rows: list[dict], load: Callable[[str], TextLoa
         {"key": "alloc_bytes", "label": "shared bytes", "unit": " B", "values": [item.alloc_bytes for item in measures]},
         {"key": "barriers", "label": "barriers", "unit": " ops", "values": [item.barriers for item in measures]},
     ]
+    if any((row.get("bank_conflicts") or {}).get("accesses") for row in rows):
+        series.append({"key": "bank_conflicts", "label": "bank-conflicted accesses", "unit": " accesses",
+                       "values": [(row.get("bank_conflicts") or {}).get("with_conflicts", 0) for row in rows]})
     if any(row.get("ms") is not None for row in rows):
         series.append({"key": "ms", "label": "pass time", "unit": " ms", "values": [row.get("ms") for row in rows]})
     marked = outliers(rows)

@@ -2,8 +2,8 @@
 
 `op:PART` gives the indexed op names containing PART, led by `group:KEY` for each op group whose key
 or label contains it (`op:tma` offers `group:tma`: TMA is a group, not an op). `group:PART` gives the
-group keys, `layout:PART` the indexed layout kinds, `kernel:PART` and `title:PART` kernel names and
-run titles; a bare word gives both of those last two. Only runs the reader may list are looked at,
+group keys, `layout:PART` the indexed layout kinds, `remark:PART` the compiler's remark messages holding it,
+`kernel:PART` and `title:PART` kernel names and run titles; a bare word gives both of those last two. Only runs the reader may list are looked at,
 for op terms as well (a private run's op names stay private). Each suggestion's `text` replaces the
 word whole; the rest of the query is the browser's (static/search-suggest.js).
 """
@@ -25,7 +25,7 @@ LIMIT = 10
 CANDIDATES = 300  # rows read per kind before ranking: the list shows 10, a word like "t" matches thousands
 RECENT_RUNS = 1000  # kernel names come from the newest runs: a suggestion must not scan every compilation
 MIN_BARE = 2  # a bare word of one letter matches nearly every kernel and title
-FIELDS = ("op", "group", "layout", "kernel", "title")
+FIELDS = ("op", "group", "layout", "kernel", "title", "remark")
 _WORD = re.compile(r"(?:(?P<field>[A-Za-z]+):)?(?P<value>.*)", re.DOTALL)
 
 
@@ -128,6 +128,11 @@ def suggest(session: Session, word: str, visible: ColumnElement[bool] | None = N
         found += [Suggestion(f"op:{name}", "op") for name in term_names(session, "op", value, visible, limit)]
     elif field == "group":
         found += group_suggestions(value)
+    elif field == "remark":
+        from app.insight.remark_search import remark_messages  # remark_search imports run_search too
+        found += [Suggestion(f'remark:"{message}"' if any(c.isspace() for c in message) else f"remark:{message}",
+                             "remark") for message in remark_messages(session, value, visible, limit)
+                  if '"' not in message]
     elif field == "layout":
         found += [Suggestion(f"layout:{name}", "layout") for name in term_names(session, "layout", value, visible, limit)]
     elif field == "kernel" or (not field and len(value) >= MIN_BARE):

@@ -24,7 +24,7 @@ from app.layouts.elements import element_bits
 from app.layouts.errors import LayoutError
 from app.layouts.linear import LinearLayout
 from app.layouts.parse import Encoding
-from app.layouts.scratch import ldst_scratch_bytes, tiled_scratch_bytes
+from app.layouts.scratch import ldst_scratch_bytes, tiled_swizzle
 
 
 def minimal_dims(src: LinearLayout, dst: LinearLayout) -> list[str]:
@@ -130,25 +130,28 @@ def _cta_split(ll: LinearLayout) -> int | None:
     return 1 << len(moving)
 
 
-def _scratch(src: LinearLayout, dst: LinearLayout, bits: int, target: str) -> int | None:
+def _swizzle(src: LinearLayout, dst: LinearLayout, bits: int, target: str) -> tuple[int | None, int | None, int | None]:
+    """(scratch bytes, read conflicts, write conflicts) of the swizzled scratch; conflicts only on
+    NVIDIA targets (the tile optimalSwizzling picks), nulls where unknown."""
     # Split over CTAs, Triton sizes the whole tensor's swizzled tile and divides it by the source's
     # CTA split (Allocation.cpp's getNumScratchElemsSwizzledCvt). A conversion that moves data between
     # CTAs (comp not trivial over block) reads the other CTA's shared memory, so no ldmatrix tile there.
     split = _cta_split(src)
     if split is None:
-        return None
+        return None, None, None
     cross_cta = "block" in minimal_dims(src, dst)
     backend, _, arch = target.partition(":")
     if backend == "hip":
         if cross_cta:  # Triton 3.9's AMD lowering fails on these (no compiled fixture to size them by)
-            return None
-        size = ldst_scratch_bytes(src, dst, bits)
+            return None, None, None
+        size, read, write = ldst_scratch_bytes(src, dst, bits), None, None
     elif backend != "cuda" or not arch.isdigit():
-        return None
+        return None, None, None
     else:
-        size = tiled_scratch_bytes(src, dst, bits, ldmatrix=int(arch) >= 75 and not cross_cta,
-                                   stmatrix=int(arch) >= 90)
-    return None if size is None else size // split
+        found = tiled_swizzle(src, dst, bits, ldmatrix=int(arch) >= 75 and not cross_cta,
+                              stmatrix=int(arch) >= 90)
+        size, read, write = found if found is not None else (None, None, None)
+    return (None if size is None else size // split), read, write
 
 
 def conversion(src: Encoding | str | LinearLayout, dst: Encoding | str | LinearLayout, shape: list[int],
@@ -181,8 +184,10 @@ def conversion(src: Encoding | str | LinearLayout, dst: Encoding | str | LinearL
         elements = 1
         for n in shape:
             elements *= n
-        out["scratch_bytes"] = _scratch(s, d, bits, target)
+        out["scratch_bytes"], read, write = _swizzle(s, d, bits, target)
         out["scratch_bytes_at_most"] = elements * bits // 8
+        if read is not None:  # the swizzled scratch's own conflicts (a model: Gluon exposes no count)
+            out["bank_conflicts"] = {"read": read, "write": write}
     else:
         out["scratch_bytes"] = 0
     return out

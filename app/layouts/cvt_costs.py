@@ -122,7 +122,8 @@ def convert_costs(lines: Iterable[str], default_target: str = "") -> list[dict]:
         found.append({"line": number, "kind": cost["kind"], "label": LABELS[cost["kind"]], "shape": list(shape),
                       "dtype": dtype, "element_bits": cost["element_bits"], "src": src, "dst": dst,
                       "target": target or None, "scratch_bytes": cost["scratch_bytes"],
-                      "scratch_bytes_at_most": cost.get("scratch_bytes_at_most")})
+                      "scratch_bytes_at_most": cost.get("scratch_bytes_at_most"),
+                      "bank_conflicts": cost.get("bank_conflicts")})
     return found
 
 

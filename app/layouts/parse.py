@@ -172,6 +172,7 @@ def parse_encoding(text: str) -> Encoding:
 
 def parse_shape(text: str) -> list[int]:
     parts = text.strip().lower().split("x")
-    if not parts or not all(p.isdigit() and len(p) <= 9 for p in parts):
+    # isascii: "²" and other Unicode digits pass isdigit() but not int()
+    if not parts or not all(p.isascii() and p.isdigit() and len(p) <= 9 for p in parts):
         raise LayoutError(f"shape {text!r} is not like 64x128")
     return [int(p) for p in parts]

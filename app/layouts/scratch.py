@@ -184,6 +184,14 @@ def tiled_scratch_bytes(src: LinearLayout, dst: LinearLayout, bitwidth: int, ldm
                         stmatrix: bool = True) -> int | None:
     """optimalSwizzling with the target's tiles: each (store, load) instruction pair that fits gives a
     swizzled tile; the fewest bank conflicts wins, ties go to more repetitions (less scratch)."""
+    found = tiled_swizzle(src, dst, bitwidth, ldmatrix, stmatrix)
+    return None if found is None else found[0]
+
+
+def tiled_swizzle(src: LinearLayout, dst: LinearLayout, bitwidth: int, ldmatrix: bool = True,
+                  stmatrix: bool = True) -> tuple[int, int | None, int | None] | None:
+    """(scratch bytes, read conflicts, write conflicts) of the swizzled tile optimalSwizzling picks:
+    the conflicts are bankConflicts(tileSrc, tileDst, smem) of that tile (null on the ld/st fallback)."""
     bitwidth = max(bitwidth, 8)
     src, dst = _drop_broadcast_registers(src), _drop_broadcast_registers(dst)
     reg_src = _bases(src, "register")
@@ -211,7 +219,8 @@ def tiled_scratch_bytes(src: LinearLayout, dst: LinearLayout, bitwidth: int, ldm
             leave = min(len(contig_s) + len(addr_s) - 3, len(contig_d) + len(addr_d) - 3)
             options.append((vbasis, tile_s, tile_d, leave))
     if not options:
-        return ldst_scratch_bytes(src, dst, bitwidth)
+        size = ldst_scratch_bytes(src, dst, bitwidth)
+        return None if size is None else (size, None, None)
     best = None
     for vbasis, tile_s, tile_d, leave in options:
         len_bank = min(_log2(1024 // ((1 << len(vbasis)) * bitwidth)), dim - len(vbasis))
@@ -227,10 +236,11 @@ def tiled_scratch_bytes(src: LinearLayout, dst: LinearLayout, bitwidth: int, ldm
                     reps += 1
             else:
                 kept.append(s)
-        conflicts = (1 << _common_dims(kept, tile_d)) - 1 + (1 << _common_dims(kept, tile_s)) - 1
+        read, write = (1 << _common_dims(kept, tile_d)) - 1, (1 << _common_dims(kept, tile_s)) - 1
+        conflicts = read + write
         if best is None or conflicts < best[0] or (conflicts == best[0] and reps > best[1]):
-            best = (conflicts, reps)
-    return (total >> best[1]) * bitwidth // 8
+            best = (conflicts, reps, read, write)
+    return (total >> best[1]) * bitwidth // 8, best[2], best[3]
 
 
 def _pick_tile(addr, regs: list[int], lanes: list[int], vbasis: list[int]) -> list[int] | None:

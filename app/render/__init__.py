@@ -52,7 +52,14 @@ from app.render.analysis import (
 )
 from app.render.cache import SizedLRU, blob_reader, cache_stats, clear_caches
 from app.render.etags import RENDER_VERSION, cache_headers, etag, not_modified
-from app.render.kinds import artifact_kind, has_debug_info, needs_debug_info, snapshot_kind
+from app.render.kinds import (
+    artifact_kind,
+    has_debug_info,
+    has_locations,
+    lacks_locations,
+    needs_debug_info,
+    snapshot_kind,
+)
 from app.render.labels import PALETTE_SIZE, basename, line_colour
 from app.render.markup import (
     CHUNK_LINES,
@@ -89,7 +96,9 @@ __all__ = [
     "etag",
     "group_chunks",
     "has_debug_info",
+    "has_locations",
     "highlight_line",
+    "lacks_locations",
     "layout_dict",
     "line_colour",
     "needs_debug_info",

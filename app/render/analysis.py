@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.highlight.cute_layouts import CUTE_EXPLAINED
 from app.highlight.hwops import (
     GROUPS,
     classify_lines,
@@ -23,6 +24,7 @@ from app.render.cache import _ANALYSES, _INDEXES, _OPS
 from app.render.escape import escape_attr
 from app.render.kinds import LINE_LOCAL_KINDS, loc_kind_of
 from app.render.labels import PALETTE_SIZE, basename
+from app.render.loc_transfer import transfer
 from parsers.caches import sass
 from parsers.locations.loc import LineLocs, SourceLoc, resolve
 
@@ -236,7 +238,9 @@ class Analysis:
         return {alias: layout_dict(layout) for alias, layout in self.layouts.items()}
 
 
-_ENCODING_HEAD = re.compile(r"#(?:ttg|triton_gpu|ttng|triton_nvidia_gpu|gluon|amdg|amdgpu)\.")
+_ENCODING_HEAD = re.compile(
+    r"#(?:ttg|triton_gpu|ttng|triton_nvidia_gpu|gluon|amdg|amdgpu)\.|!cute\.(?:" + CUTE_EXPLAINED + r")<"
+)
 
 
 def _analyse(key: tuple, text: str, kind: str, debug_context: str | None = None) -> Analysis:
@@ -246,7 +250,10 @@ def _analyse(key: tuple, text: str, kind: str, debug_context: str | None = None)
 
     loc_kind = loc_kind_of(kind)
     line_locs: list[LineLocs] = []
-    if loc_kind and debug_context:
+    if loc_kind == "mlir" and debug_context:
+        # a text printed without locations: its ops take those of an earlier text's (loc_transfer)
+        line_locs = transfer(debug_context, text)
+    elif loc_kind and debug_context:
         # resolve as the second dump of a log whose first one defines the metadata
         combined = f"; *** IR Dump (metadata) ***\n{debug_context}\n; *** IR Dump (this) ***\n{text}"
         line_locs = resolve(combined, loc_kind)[-len(text.split("\n")) :]

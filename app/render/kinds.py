@@ -14,7 +14,10 @@ _MLIR_KINDS = frozenset({"mlir", "ttir", "ttgir", "glir", "source"})
 
 
 def snapshot_kind(kind: str) -> str:
-    """The render kind of a snapshot: its ``kind`` column is "mlir", "internal" or "llvm"."""
+    """The render kind of a snapshot: its ``kind`` column is "mlir", "internal", "llvm", or "tvmscript"
+    (TileLang's per-pass TVMScript, highlighted as the Python it is written in)."""
+    if kind == "tvmscript":
+        return "python"
     return "llvm" if kind == "llvm" else "mlir"
 
 
@@ -41,3 +44,13 @@ def needs_debug_info(text: str) -> bool:
 
 def has_debug_info(text: str) -> bool:
     return "!DILocation(" in text
+
+
+def has_locations(text: str) -> bool:
+    """An MLIR text with `loc(...)` locations."""
+    return "loc(" in text
+
+
+def lacks_locations(text: str) -> bool:
+    """An MLIR text printed without locations (its ops may borrow an earlier text's)."""
+    return bool(text.strip()) and "loc(" not in text

@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pygments.lexer import Lexer
-from pygments.token import STANDARD_TYPES, Comment, Name, Text, Whitespace, _TokenType
+from pygments.token import STANDARD_TYPES, Comment, Keyword, Name, Text, Whitespace, _TokenType
 
 from app.highlight import lexer_for
+from app.highlight.cute_layouts import CUTE_EXPLAINED
 from app.render.analysis import (
     Analysis,
     Decorations,
@@ -24,6 +25,7 @@ from app.render.labels import line_colour
 
 CHUNK_LINES = 250  # lines per lazily painted `.chunk` of a large text (see group_chunks)
 
+_CUTE_TYPES = tuple(f"!cute.{kind}" for kind in CUTE_EXPLAINED.split("|"))  # explained where used inline
 _LAYOUT_DIALECTS = ("#ttg.", "#triton_gpu.", "#ttng.", "#triton_nvidia_gpu.", "#gluon.", "#amdg.", "#amdgpu.")
 
 _CSS_CLASS: dict[_TokenType, str] = {}
@@ -289,7 +291,7 @@ def _line_code(
             pending_space = ""
         if token_type not in Comment:  # a comment beside a .loc (PTX's "// k.py:13:19") is part of it
             has_other = True
-        if token_type is Name.Decorator and layouts and value[:1] == "#" and value[1:] in layouts:
+        if token_type is Name.Decorator and layouts and value[:1] in "#!" and value[1:] in layouts:
             alias = value[1:]
             layout = layouts[alias]
             colour = decorations.layout_colours[alias]
@@ -300,8 +302,8 @@ def _line_code(
             )
             continue
         if (
-            token_type is Name.Builtin
-            and value.startswith(_LAYOUT_DIALECTS)
+            (token_type is Name.Builtin and value.startswith(_LAYOUT_DIALECTS)
+             or token_type is Keyword.Type and value.startswith(_CUTE_TYPES))
             and number not in decorations.layout_lines
         ):
             key = encoding_key(raw, start, decorations)

@@ -38,13 +38,16 @@ class LineLocs:
 Resolved = tuple[tuple[SourceLoc, ...], SourceLoc | None, str | None]
 UNKNOWN: Resolved = ((), None, None)
 
+# Triton's, Inductor's runtime, and the tile DSLs' own packages (CuTe DSL's `cutlass` inside
+# nvidia_cutlass_dsl, cuTile's `cuda/tile`, TileLang): their frames sit between an op and the kernel.
 _LIBRARY_PATH = re.compile(
     r"/triton/language/|/triton/experimental/|/(?:site|dist)-packages/triton/|/torch/_inductor/runtime/"
+    r"|/nvidia_cutlass_dsl/|/(?:site|dist)-packages/(?:cutlass|cuda/tile|tilelang)/"
 )
 
 
 def is_library_file(path: str) -> bool:
-    """True for Triton's (and Inductor's runtime) library files, which the primary frame skips."""
+    """True for library files (Triton's, Inductor's runtime, the tile DSLs'), which the primary frame skips."""
     return _LIBRARY_PATH.search(path.replace("\\", "/")) is not None
 
 

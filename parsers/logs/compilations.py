@@ -310,6 +310,7 @@ class CompilationRecord:
     machine_code: bool = False  # it has reached code generation (a machine-code dump)
     named_by_module: bool = False  # its name is its module's (else a function's, until a module names it)
     before_start: bool = False  # opened by a dump before its Inliner (GluonInline), which has not come yet
+    files: str | None = None  # a per-pass folder's compilation: its folder and file-name prefix
 
     def count(self, kind: str) -> int:
         return self.snapshots.count_kind(kind)

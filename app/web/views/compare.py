@@ -45,6 +45,7 @@ from app.insight.pass_alignment import (
     fold,
     moves,
 )
+from app.layouts.smem_costs import counts_by_digest
 from app.urls import Urls, parse_compilation_id, parse_int, snapshot_id
 from app.web.errors import error_json
 from app.web.page_cache import cache_response, cached_response
@@ -124,6 +125,9 @@ def page_data(session: Session, a: Side, b: Side, options: CompareOptions, urls:
         right = b.snapshots[pair.b] if pair.b is not None else None
         row["a_ops"] = dict(a_ops[left.blob]) if left is not None else None
         row["b_ops"] = dict(b_ops[right.blob]) if right is not None else None
+        # shared-memory accesses with bank conflicts (blob_facts.warm, via op_counts, filled the cache)
+        row["a_bank"] = _bank(session, left)
+        row["b_bank"] = _bank(session, right)
         row["stage"] = (left or right).stage  # type: ignore[union-attr]
         row["row_url"] = urls.compare_row(a.id, b.id, k) if left is not None and right is not None else None
     moved = moves(a.steps, b.steps, pairs)
@@ -159,6 +163,14 @@ def page_data(session: Session, a: Side, b: Side, options: CompareOptions, urls:
         "url": url + options.query(),
         "swap_url": urls.compare(b.id, a.id) + options.query(),
     }
+
+
+def _bank(session: Session, snapshot) -> int | None:
+    """How many of the snapshot's shared-memory accesses have bank conflicts (None: no snapshot)."""
+    if snapshot is None:
+        return None
+    counts = counts_by_digest(snapshot.blob, lambda: render.blob_reader.text(session, snapshot.blob))
+    return counts.get("with_conflicts", 0)
 
 
 def _only(k: int, row: dict[str, Any], side: str) -> dict[str, Any]:

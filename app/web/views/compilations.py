@@ -9,6 +9,7 @@ from app.insight.comparisons import compare_candidates
 from app.insight.compilation_data import compilation_data
 from app.insight.launches import launch_page_cells
 from app.insight.pass_charts import chart_svgs
+from app.insight.remarks import by_pass
 from app.urls import parse_int
 from app.web.auth import identify, visible_runs
 from app.web.responder import SessionDep, UrlsDep, respond, wants_json
@@ -27,6 +28,7 @@ def compilation_page(request: Request, run_id: str, ordinal: str, session: Sessi
     visible = visible_runs(identify(request), request.app.state.settings)  # other runs: those the reader may list
     data["compare_with"] = compare_candidates(session, compilation, urls, visible)
     link_diagnostics(session, compilation.run_id, data["diagnostics"], urls)
+    link_diagnostics(session, compilation.run_id, data["remarks"], urls)
     if not wants_json(request):
         # the op columns worth showing: groups some snapshot of this compilation uses
         present = [group for group in GROUPS if any(row["ops"].get(group.key) for row in data["snapshots"])]
@@ -35,5 +37,7 @@ def compilation_page(request: Request, run_id: str, ordinal: str, session: Sessi
             "launch_cells": launch_page_cells(data["launches"]),
             "charts": chart_svgs(data["charts"], data["snapshots"]),
             "outliers": {item["index"]: item for item in data["charts"]["outliers"]},
+            "remarks_by_pass": by_pass(data["remarks"]),
+            "remark_counts": {item["snapshot_index"]: len(item["remarks"]) for item in by_pass(data["remarks"])},
         }
     return respond(request, "compilation.html", data)

@@ -25,6 +25,7 @@ from app.highlight.hwops import GROUPS
 from app.insight.line_metrics import line_metric_fields
 from app.layouts.aliases import drawable
 from app.layouts.cvt_costs import convert_costs, summary
+from app.layouts.smem_costs import conflict_counts, smem_accesses
 from app.layouts.uses import first_uses
 from app.store.models import Artifact, Compilation, Snapshot, Source
 from app.urls import Urls
@@ -211,6 +212,8 @@ def ir_fields(
     }
     fields["conversions"] = conversions(rendered, load_text, compilation.target or "")
     fields["conversion_counts"] = summary(fields["conversions"])
+    fields["shared_accesses"] = shared_accesses(rendered, load_text, compilation.target or "")
+    fields["shared_access_counts"] = conflict_counts(fields["shared_accesses"])
     if full:
         fields["text"] = load_text() or ""
         fields["locs"] = rendered.locs_json()
@@ -226,6 +229,17 @@ def conversions(rendered: render.Analysis, load_text: render.TextLoader, target:
     if "convert_layout" not in text:
         return []
     return convert_costs(io.StringIO(text), target)
+
+
+def shared_accesses(rendered: render.Analysis, load_text: render.TextLoader, target: str) -> list[dict[str, Any]]:
+    """Each local_load/local_store/local_alloc with a value/async copy into shared memory with its
+    bank conflicts (app/layouts/smem_costs.py), as Triton 3.9 counts them."""
+    if rendered.kind != "mlir":
+        return []
+    text = load_text() or ""
+    if "local_" not in text and "async_copy_global_to_local" not in text:
+        return []
+    return smem_accesses(io.StringIO(text), target)
 
 
 def ir_page(

@@ -19,6 +19,7 @@ from app.layouts.errors import LayoutError
 from app.layouts.mapping import describe, layout_kind
 from app.layouts.parse import parse_encoding, parse_shape
 from app.layouts.picture import picture
+from app.layouts.smem_costs import pair_report
 from app.layouts.uses import dtype_of
 from app.web.page_cache import cache_response, cached_response
 from app.web.responder import SessionDep, respond, wants_json
@@ -68,7 +69,14 @@ def layout_page(request: Request, session: SessionDep, attr: str = "", shape: st
             if wants_json(request) or "has rank" not in str(e) or layout_kind(parse_encoding(attr)) != "shared":
                 raise
             layout, buffers = _one_buffer(attr, dims, dtype, e)
-        if to:
+        to_kind = layout_kind(parse_encoding(to)) if to else None
+        if to and {layout["kind"], to_kind} == {"distributed", "shared"}:
+            # a store to (or load from) shared memory: its bank conflicts, not a conversion
+            dist, shared = (attr, to) if layout["kind"] == "distributed" else (to, attr)
+            access = pair_report(dist, shared, layout["shape"], element_type or dtype, target)
+            layout["bank_conflicts"] = access["bank_conflicts"]
+            layout["shared_access"] = {**access, "to": to, "dtype": dtype, "target": target or None}
+        elif to:
             layout["conversion"] = {**conversion(attr, to, layout["shape"], element_type or dtype, target),
                                     "to": to, "dtype": dtype, "target": target or None}
         drawn = None if wants_json(request) else picture(layout, lead)

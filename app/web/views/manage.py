@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from app.insight.op_search import search_compilations, split_query
 from app.insight.page_data import iso_time
+from app.insight.remark_search import search_remarks, split_remarks
 from app.insight.run_search import search_runs
 from app.insight.search_suggest import suggest
 from app.settings import Settings
@@ -92,6 +93,10 @@ def _apply(run: Run, title: str | None, tags: list[str] | None, listed: bool | N
 def search(request: Request, session: SessionDep, urls: UrlsDep, identity: IdentityDep, q: str = ""):
     settings: Settings = request.app.state.settings
     visible = visible_runs(identity, settings)
+    remark_terms, rest = split_remarks(q)
+    if remark_terms:  # remark: words: the compiler's remarks, at their compilation and pass
+        found = search_remarks(session, remark_terms, rest, urls, visible)
+        return respond(request, "search.html", {"q": q, "count": len(found["remarks"]), "runs": [], **found})
     index_query = split_query(q)
     if index_query.terms:  # op:, group:, layout: words: compilations, from the op index
         found = search_compilations(session, index_query, urls, visible)

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from app import render
 from app.insight.page_data import snapshot_dict
+from app.insight.remarks import at_lines, compilation_remarks
 from app.store.models import Banner, Compilation, Snapshot
 from app.urls import snapshot_id
 from app.web.responder import SessionDep, UrlsDep, immutable_headers
@@ -72,6 +73,9 @@ def snapshot_page(
         )
         data[f"{name}_url"] = None if row is None else data[name]["url"]
     data["snapshot_count"] = len(compilation.snapshots)
+    # the compiler's remarks from the pass this snapshot is the input of, at their ops' lines
+    data["remarks"] = at_lines(compilation_remarks(session, compilation, urls), snapshot.index,
+                               rendered.by_source, rendered.locs)
 
     def lines_url(start: int, count: int) -> str:
         return urls.snapshot_lines(run_id, ordinal_number, snapshot.index, start, count)
@@ -82,7 +86,10 @@ def _snapshot_analysis(
     session: Session, compilation: Compilation, snapshot: Snapshot, load_text: render.TextLoader
 ) -> render.Analysis:
     kind = render.snapshot_kind(snapshot.kind)
-    debug_info = _debug_info(session, compilation, snapshot, load_text) if kind == "llvm" else None
+    if kind == "llvm":
+        debug_info = _debug_info(session, compilation, snapshot, load_text)
+    else:
+        debug_info = _loc_donor(session, compilation, snapshot, load_text)
     return render.analyse_ir(snapshot.blob, kind, load_text, debug_info)
 
 
@@ -103,6 +110,24 @@ def snapshot_lines(
     compilation, snapshot = opened.compilation, opened.part
     analysis = _snapshot_analysis(session, compilation, snapshot, text_loader(session, snapshot.blob))
     return lines_fragment(request, session, opened, analysis, start, count)
+
+
+def _loc_donor(
+    session: Session, compilation: Compilation, snapshot: Snapshot, load_text: render.TextLoader
+) -> tuple[str, render.TextLoader] | None:
+    """For an MLIR snapshot of a per-pass folder printed without locations: the compilation's first
+    snapshot when it has them (its `*_0_with_loc.mlir`), whose ops lend theirs
+    (app/render/loc_transfer.py). The same rule as the map page's (app/insight/line_index.py)."""
+    if snapshot.stage != "mlir" or not snapshot.index or not render.lacks_locations(load_text() or ""):
+        return None
+    first = session.scalar(
+        select(Snapshot.blob).join(Snapshot.banner)
+        .where(Snapshot.compilation_pk == compilation.pk, Snapshot.index == 0, Banner.kind != "llvm")
+    )
+    if first is None:
+        return None
+    loader = text_loader(session, first)
+    return (first, loader) if render.has_locations(loader() or "") else None
 
 
 def _debug_info(
