@@ -89,6 +89,20 @@ class Settings(BaseSettings):
         "4-step search). On the corpus that stores the texts in 39% fewer bytes than ingest did, at a few "
         "MB/s of one core. 0: keep them as ingest compressed them.",
     )
+    history_register_change_percent: float = Field(
+        5.0,
+        description="Kernel history and `irlens check`: a step between two points of a kernel is flagged when its "
+        "registers change by at least this many percent (spill bytes, occupancy and op groups: any change).",
+    )
+    history_time_change_percent: float = Field(
+        5.0,
+        description="Kernel history and `irlens check`: a step is flagged when the time per launch changes by at "
+        "least this many percent, where both points have a profile.",
+    )
+    history_points: int = Field(
+        200,
+        description="Most points of a kernel's history a page shows (the newest; `?limit=` asks for up to 5000).",
+    )
     forwarded_allow_ips: str = Field(
         "127.0.0.1",
         description="With --proxy-headers: comma-separated proxy addresses whose X-Forwarded-* headers are "
@@ -106,6 +120,22 @@ class Settings(BaseSettings):
         description="Path to nvdisasm or cuobjdump, which turn each uploaded cubin into SASS; `off` turns SASS "
         "off. Default: nvdisasm or cuobjdump on PATH, else the copies an installed Triton or "
         "nvidia-cuda-nvdisasm package bundles.",
+    )
+
+    replay_pythons: str | None = Field(
+        None,
+        description="Interpreters that replay passes (`irlens replay`, the diff page's Re-run panel), per Triton "
+        "version: `3.9=/venvs/t39/bin/python,3.1.0=/venvs/t31/bin/python` (a version matches captures of it "
+        "and of its patch releases). Without one, a capture replays where this interpreter's own triton "
+        "(the `replay` extra) is its version; elsewhere the page shows the commands to run locally.",
+    )
+    replay_timeout_seconds: float = Field(
+        60, description="Longest one replayed pass (or the replay process's start) may run, in seconds; past it "
+        "the process is killed and the pass reported as an error.",
+    )
+    replay_memory_mb: int = Field(
+        4096, description="Address-space limit of a replay process, in MB: past it the pass ends in an error "
+        "instead of taking the host's memory (Triton 3.9 starts within 512).",
     )
 
     def limits(self) -> Limits:

@@ -81,6 +81,14 @@ class Urls:
     def snapshot_raw(self, run_id: str, ordinal: int, index: int) -> str:
         return self.snapshot(run_id, ordinal, index) + "/raw"
 
+    def snapshot_reproducer(self, run_id: str, ordinal: int, index: int, kind: str = "mlir") -> str:
+        """The pass's reproducer: `mlir` (for triton-opt --run-reproducer) or `py` (a script for the wheel)."""
+        return self.snapshot(run_id, ordinal, index) + f"/reproducer.{kind}"
+
+    def snapshot_replay(self, run_id: str, ordinal: int, index: int) -> str:
+        """The "Re-run this pass" panel of the pass whose dump is this snapshot (and its .json twin)."""
+        return self.snapshot(run_id, ordinal, index) + "/replay"
+
     def snapshot_lines(self, run_id: str, ordinal: int, index: int, start: int, count: int) -> str:
         """An HTML fragment: lines ``start + 1`` .. ``start + count`` of a snapshot, marked up."""
         return self.snapshot(run_id, ordinal, index) + f"/lines?start={start}&count={count}"
@@ -136,6 +144,18 @@ class Urls:
         params = [("attr", attr), ("shape", shape), *extra.items()]
         query = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in params if v not in (None, ""))
         return self.path("/-/layout") + (f"?{query}" if query else "")
+
+    # -- kernel history across runs (app/web/views/kernels.py) --
+    def kernels(self, query: str | None = None) -> str:
+        return self.path("/kernels") + (f"?q={quote(query, safe='')}" if query else "")
+
+    def kernel(self, name: str, order: str | None = None) -> str:
+        """One kernel's history: `order` is None (run order) or `label:KEY` (that label's value, as versions)."""
+        return self.path(f"/kernels/{quote(name, safe='')}") + (f"?order={quote(order, safe=':')}" if order else "")
+
+    def run_check(self, run_id: str, query: str = "") -> str:
+        """`irlens check`'s answer for a stored run: its kernels against a baseline (app/insight/kernel_check.py)."""
+        return self.run(run_id) + "/check" + (f"?{query}" if query else "")
 
     # -- teams: sign-in, search, managing a run (app/web/views/auth.py, app/web/views/manage.py) --
     def signin(self, next_url: str | None = None) -> str:

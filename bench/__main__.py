@@ -21,13 +21,14 @@ from pathlib import Path
 from bench import bigrun, inputs, scan_workers, web
 from bench import ingest as ingest_bench
 from bench import inspector as inspector_bench
+from bench import kernel_history as history_bench
 from bench import peers as peers_bench
 from bench import source_map as map_bench
 
 MB = 1e6
 # captures: only the small and tiny captures of the storage stage (which runs them after the whole corpus)
 STAGES = ("ingest", "workers", "peers", "storage", "captures", "pages", "map", "bigrun", "throughput", "browser",
-          "inspector")
+          "inspector", "history")
 
 
 def machine() -> dict:
@@ -142,6 +143,13 @@ def run(args: argparse.Namespace) -> dict:
             results["inspector"] = inspector_bench.measure_inspector(repeats=3 if args.quick else 5)
         except Exception as error:  # noqa: BLE001 - a browser problem should not lose the other figures
             results["inspector"] = {"browser": {"skipped": f"failed: {type(error).__name__}: {str(error)[:200]}"}}
+    if "history" in stages:
+        print("bench: kernel history on PostgreSQL ...", file=sys.stderr, flush=True)
+        try:
+            results["history"] = history_bench.bench_on_postgres(workdir, runs=2_000 if args.quick else 10_000,
+                                                                 checks=20, rounds=3 if args.quick else 6)
+        except Exception as error:  # noqa: BLE001 - no PostgreSQL here should not lose the other figures
+            results["history"] = {"skipped": f"failed: {type(error).__name__}: {str(error)[:300]}"}
     results["machine"]["load_after"] = os.getloadavg()[0]
     results["finished"] = time.time()
     if args.keep:
@@ -199,6 +207,7 @@ def table(results: dict) -> str:
                 f"{run['wall'] / grep:.1f}×", "",
             ))
     rows += peers_bench.table_rows(results.get("peers"))
+    rows += history_bench.table_rows(results.get("history") if "skipped" not in (results.get("history") or {}) else None)
     low, high = (size / MB for size in ingest_bench.SMALL_CAPTURE_BYTES)
     for key, what in (
         ("storage", "whole corpus"),

@@ -1,7 +1,8 @@
-"""The log parsers' property tests with many random examples: `.venv/bin/python -m bench.fuzz
+"""The parsers' property tests with many random examples: `.venv/bin/python -m bench.fuzz
 [--examples N] [--seconds S]`.
 
-Runs every property of tests/test_fuzz_logs.py under the `fuzz` hypothesis profile (a random seed
+Runs every property of tests/test_fuzz_logs.py (logs) and tests/test_fuzz_inputs.py (profiles,
+metadata and autotune files with NaN, 1e400, huge integers and random bytes) under the `fuzz` hypothesis profile (a random seed
 each round; CI runs the same properties with a fixed seed and few examples). With --seconds it
 repeats rounds of N examples per property until the time is up. Prints the inputs tried and the
 failures (each with hypothesis's reproduction blob); exits 1 if any property failed.
@@ -23,10 +24,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ["IRLENS_FUZZ_PROFILE"] = "fuzz"
     os.environ["IRLENS_FUZZ_EXAMPLES"] = str(args.examples)
-    from tests import fuzz_support, test_fuzz_logs  # after the profile is chosen
+    from tests import fuzz_support, test_fuzz_inputs, test_fuzz_logs  # after the profile is chosen
 
     properties = [
-        (name, test) for name, test in vars(test_fuzz_logs).items()
+        (name, test) for module in (test_fuzz_logs, test_fuzz_inputs) for name, test in vars(module).items()
         if name.startswith("test_") and hasattr(test, "hypothesis")
     ]
     started = time.monotonic()

@@ -18,6 +18,7 @@ from parsers.autotuning import autotune_files
 from parsers.caches import cache
 from parsers.cute.keep import keep_file
 from parsers.cutile.logs import is_cutile_log
+from parsers.helion import generated as helion_generated
 from parsers.perpass.names import PassFile, pass_file
 from parsers.profiles import ncu, proton
 from parsers.tilelang.names import dump_file as tilelang_dump_file
@@ -127,6 +128,12 @@ FORMATS: list[InputFormat] = [
         "tilelang-pass",
         "TileLang's tl.dump_ir_path folder: {counter:03d}_{pass}.py TVMScript after each pass, one compilation",
         lambda path, head: tilelang_dump_file(path, head) is not None,
+    ),
+    InputFormat(
+        "helion-code",
+        "Helion's generated Triton code, saved as a file: Python with `# src[file:line]` comments tying each "
+        "statement to its Helion line (HELION_PRINT_OUTPUT_CODE=1 prints it into a log, where it is read too)",
+        helion_generated.is_generated_code,
     ),
     InputFormat("source", "Python source the IR's loc() entries point at", lambda path, head: path.endswith(".py")),
     InputFormat(

@@ -326,19 +326,24 @@
       }
       return element;
     }
+    /* key: "F:L", or several separated by spaces (a Helion line: the generated lines it became) */
     function markIR(key, root) {
       hitKey = key;
-      (root || ir).querySelectorAll('.ln[data-py="' + key + '"]').forEach(function (element) {
-        element.classList.add("hit");
-        hits.push(element);
+      key.split(" ").forEach(function (one) {
+        (root || ir).querySelectorAll('.ln[data-py="' + one + '"]').forEach(function (element) {
+          element.classList.add("hit");
+          hits.push(element);
+        });
       });
     }
     loadedHooks.push(function (part) { if (hitKey) markIR(hitKey, part); });
     /* the first line mapped to key, loaded: from the DOM, or from #ir-data for a long text */
     function firstHit(key) {
       if (!irData) return Promise.resolve(hits[0] || null);
-      const index = irData.py.indexOf(key);
-      if (index < 0) return Promise.resolve(null);
+      const found = key.split(" ").map(function (one) { return irData.py.indexOf(one); })
+        .filter(function (at) { return at >= 0; });
+      if (!found.length) return Promise.resolve(null);
+      const index = Math.min.apply(null, found);
       return ensureLines(index + 1, index + 1).then(function () { return line(index + 1); });
     }
     function showPython(row) {
@@ -358,7 +363,7 @@
         const number = element.dataset.l;
         element.classList.add("sel");
         pythonSelected = element;
-        const key = file + ":" + number;
+        const key = element.dataset.keys || file + ":" + number;
         markIR(key);
         markPython(file, number);
         firstHit(key).then(function (element) {

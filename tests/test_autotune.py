@@ -94,6 +94,9 @@ def test_compare_answers_why(autotune_site):
     asm = next(f for f in data["summary"]["final_stages"] if f["stage"] == "asm")
     assert asm["a"]["registers"]["registers"] == a["registers"] and asm["b"]["registers"]["registers"] == b["registers"]
     sentence = next(s for s in why["sentences"] if s.startswith("A: "))
-    assert f"A: {a['registers']} registers" in sentence and f"B: {b['registers']} registers" in sentence
+    # each side's own limiter, as its compilation page says it (issue 33)
+    own = [client.get(f"/runs/{rid}/c/{n}.json").json()["resources"]["limiter"] for n in (1, 2)]
+    assert sentence == f"A: {own[0]['why']} → {own[0]['result']}; B: {own[1]['why']} → {own[1]['result']}"
+    assert f"{a['registers']}/thread" in sentence and f"{b['registers']}/thread" in sentence
     html = client.get(f"/compare/{rid}-1..{rid}-2").text
     assert "Why they differ" in html and f"{b['registers']} regs" in html

@@ -229,7 +229,7 @@ def test_empty_file_cubin_and_binary_named_log_get_messages_and_the_log_is_kept(
     run = ingest_paths(db, paths)
     assert [(c["kernel"], snapshots(c)) for c in run["compilations"] if c["origin"] == "log"] == [("add_kernel", 78)]
     assert set(warnings(run)) >= {
-        ("kernel.cubin", "a kernel binary without the IR or metadata of its cache folder: kept by size and hash only"),
+        ("kernel.cubin", "not a kernel binary that could be read: kept as an input only, no compilation"),
         ("stderr.log", "not a text log or a Triton file: binary data"),
         ("empty.log", "empty file"),
     }
@@ -322,6 +322,33 @@ def test_nothing_raises_on_a_mixed_bad_upload_as_one_archive(db, tmp_path):
         ("bad.tar.gz/run/dump.log", "the log ends inside this dump"),
         ("bad.tar.gz/run/empty.log", "empty file"),
         ("bad.tar.gz/run/kernel.cubin",
-         "a kernel binary without the IR or metadata of its cache folder: kept by size and hash only"),
+         "not a kernel binary that could be read: kept as an input only, no compilation"),
     }
     assert any(m.startswith("kernel metadata JSON is cut short") for _, m in warnings(run))
+
+
+def test_what_is_no_triton_cache_entry_makes_no_compilation(db, tmp_path, add_cache):
+    """A folder of cuobjdump output beside a cache, a stray non-Triton JSON in the cache and in a
+    folder of its own, and random bytes named .cubin: none is a compilation; each is named."""
+    cache = cache_copy(add_cache, tmp_path)
+    (cache / "settings.json").write_text('{"name": "my experiment", "values": [1, 2]}')
+    stray = tmp_path / "cache" / "notes"
+    stray.mkdir()
+    (stray / "config.json").write_text('{"name": "sweep", "lr": 0.1}')
+    dumps = tmp_path / "cuobjdump"
+    dumps.mkdir()
+    (dumps / f"{ADD_CACHE}_add_kernel.sass").write_text("        code for sm_90\n                Function : add_kernel\n")
+    (dumps / f"{ADD_CACHE}_add_kernel.res-usage.txt").write_text(" Function add_kernel:\n  REG:16 STACK:0 SHARED:0 LOCAL:0\n")
+    (tmp_path / "cache" / "junk").mkdir()
+    (tmp_path / "cache" / "junk" / "kernel.cubin").write_bytes(bytes(range(256)) * 4)
+    run = ingest_paths(db, [tmp_path / "cache", dumps])
+    assert [(c["kernel"], c["cache"]) for c in run["compilations"]] == [("add_kernel", f"cache/{ADD_CACHE}")]
+    messages = warnings(run)
+    assert (f"cache/{ADD_CACHE}/settings.json",
+            "a .json file that is not Triton kernel metadata (no hash, target, or name with num_warps)") in messages
+    assert ("cache/notes/config.json", ("a .json file that is no kernel metadata, autotune file, profile or trace "
+                                        "irlens reads: kept as a text log")) in messages
+    assert ("cuobjdump", ("not a Triton cache entry (no kernel metadata, no IR): its files are kept as inputs, "
+                          "unless a log's compilation claims them by name")) in messages
+    assert ("cache/junk/kernel.cubin", "not a kernel binary that could be read: kept as an input only, no compilation") \
+        in messages

@@ -3,6 +3,7 @@ kernel's passes, its cache stages and its Python source; exit codes and SIGINT r
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import signal
@@ -55,7 +56,8 @@ def test_capture_stores_passes_cache_stages_and_python_source(tmp_path: Path):
     assert summary["compaction"]["frames"] > 0 and stored_blobs(db_url)[1] == 0  # no frame left as ingested
     (compilation,) = summary["compilations"]
     assert compilation["kernel"] == "add_kernel" and compilation["status"] == "ok"
-    assert compilation["target"] == "cuda:90" and compilation["triton_version"] == "3.8.0"
+    # the version the installed wheel says (the test extra pins it), as the capture's cache metadata gives it
+    assert compilation["target"] == "cuda:90" and compilation["triton_version"] == importlib.metadata.version("triton")
     assert compilation["snapshots"]["mlir"] > 20 and compilation["snapshots"]["llvm"] > 0  # --llvm
     assert {"ttir", "ttgir", "llir", "ptx", "json", "cubin"} <= set(compilation["artifacts"])
     if find_disassembler().tool:  # the Triton wheel bundles nvdisasm: its SASS sits beside the PTX

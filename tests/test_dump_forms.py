@@ -252,3 +252,25 @@ def test_a_pasted_dump_cut_off_mid_line_is_counted_as_damaged_not_lost():
         dumps, unknown, _ = scanned(paste[:cut])
         assert not unknown and len(dumps) == 1
         assert dumps[0].truncated and dumps[0].damage == "the log ends inside this dump"
+
+
+# MLIR prints type aliases (`!name = type`) before attribute aliases and the module; ClangIR's dumps
+# open so. Written out here: no ClangIR build is at hand to capture one.
+_TYPE_ALIAS_DUMP = (
+    b"// -----// IR Dump After CIRCanonicalize (cir-canonicalize) ('builtin.module' operation) //----- //\n"
+    b"!s32i = !cir.int<s, 32>\n#loc = loc(\"t.c\":1:1)\nmodule {\n  cir.func @f() -> !s32i {\n"
+    b"    %0 = cir.const #cir.int<1> : !s32i loc(#loc)\n    cir.return %0 : !s32i loc(#loc)\n  } loc(#loc)\n} loc(#loc)\n\n"
+)
+
+
+@pytest.mark.parametrize("glue", [b"", b" ", b"\t "])
+def test_a_dump_opening_with_a_type_alias_is_kept_also_pasted_onto_its_banner(glue):
+    original = scanned(_TYPE_ALIAS_DUMP)[0]
+    assert len(original) == 1 and original[0].damage is None
+    newline = _TYPE_ALIAS_DUMP.index(b"\n")
+    for paste in (_TYPE_ALIAS_DUMP[:newline] + glue + _TYPE_ALIAS_DUMP[newline + 1:],
+                  b"text before\n" + _TYPE_ALIAS_DUMP[:newline] + glue + _TYPE_ALIAS_DUMP[newline + 1:]):
+        dumps, unknown, compilations = scanned(paste)
+        assert not unknown and [dump.damage for dump in dumps] == [None]
+        assert dumps[0].body == original[0].body and dumps[0].header.pass_name == "CIRCanonicalize"
+        assert len(compilations) == 1

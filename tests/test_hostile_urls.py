@@ -43,7 +43,19 @@ HOSTILE = [
     "",
     " ",
     "1" * 300,  # a 300-digit number
+    "\u2460x\u2461",  # "①x②": digits to str.isdigit(), not to int()
+    "1e400",  # inf to float()
+    "NaN",
 ]
+# Valid values of the query parameters that only mean something together (the layout inspector's
+# attr and shape): each is spoiled while the others stay valid, so the code behind the first check runs.
+VALID_QUERY = {
+    "attr": "#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}>",
+    "shape": "64x128",
+    "to": "#ttg.blocked<{sizePerThread = [4, 1], threadsPerWarp = [4, 8], warpsPerCTA = [1, 4], order = [0, 1]}>",
+    "elem": "f16",
+    "target": "cuda:90",
+}
 # the query names the app reads: each route's declared ones, and these read from request.query_params
 QUERY_SOURCES = re.compile(r"""(?:query_params|params)\.get\(\s*["'](\w+)["']|number\(\s*["'](\w+)["']""")
 MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
@@ -59,6 +71,11 @@ def _capture(folder: Path) -> Path:
             {"name": "add_kernel", "target": {"backend": "cuda", "arch": 90, "warp_size": 32}, "num_warps": 4}
         ).encode(),
         **{f"cache/ABCDEF/add_kernel.{ext}": (loc / f"add_kernel.{ext}").read_bytes() for ext in ("ttgir", "llir", "ptx")},
+        # a PC-sampling profile of the kernel's lines (profile, heat and metric= pages), and hostile
+        # profiles beside it: a NaN and a 1e400 (left out, with a warning), random bytes as a report
+        "profile.hatchet": _hatchet("12", "3"),
+        "nan.hatchet": _hatchet("NaN", "1e400"),
+        "report.ncu-rep": bytes(range(256)) * 8,
     }
     path = folder / "capture.tar.gz"
     with tarfile.open(path, "w:gz") as archive:
@@ -67,6 +84,17 @@ def _capture(folder: Path) -> Path:
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
     return path
+
+
+def _hatchet(samples: str, stalled: str) -> bytes:
+    lines = ",".join(
+        f'{{"frame": {{"name": "/home/dev/kernels/kernels.py:{line}@add_kernel", "type": "function"}}, '
+        f'"metrics": {{"num_samples": {samples}, "stalled_wait": {stalled}}}, "children": []}}'
+        for line in (15, 16, 20))
+    return (
+        '[{"frame": {"name": "ROOT", "type": "function"}, "metrics": {}, "children": ['
+        '{"frame": {"name": "add_kernel", "type": "function"}, "metrics": {"count": 2, "time (ns)": 900}, '
+        f'"children": [{lines}]}}]}}, {{"CUDA": {{"0": {{"arch": "90"}}}}}}]').encode()
 
 
 def _routes(routes, prefix: str = "") -> Iterator[tuple[str, object]]:
@@ -121,6 +149,7 @@ def _valid_values(client: TestClient, run_id: str) -> dict[str, str]:
         "input_pk": log.group(1) if log else "1",
         "spec": f"{first}..{second}",
         "path": source.group(1) if source else "kernels/kernels.py",
+        "name": compilation["kernel"],  # a kernel's history (/kernels/{name})
     }
 
 
@@ -166,6 +195,9 @@ def _requests(client: TestClient, run_id: str) -> Iterator[tuple[str, str]]:
                 yield method, url + "?" + urlencode({name: bad for name in queries if name not in declared})
                 for name in sorted(declared):
                     yield method, url + "?" + urlencode({name: bad})
+                    together = {key: value for key, value in VALID_QUERY.items() if key in declared}
+                    if name in together:
+                        yield method, url + "?" + urlencode({**together, name: bad})
 
 
 def test_no_route_answers_5xx_to_hostile_values(walker):
@@ -193,11 +225,74 @@ def test_no_route_answers_5xx_to_hostile_values(walker):
         "/diff/{run}-1-99999999999999999999999..{run}-1-0",
         "/diff/{run}-1-0..{run}-99999999999999999999999-1.json",
         "/runs/{run}/c/\u00b2",
+        "/runs/{run}/c/1/s/99999999999999999999999/reproducer.mlir",
+        "/runs/{run}/c/1/s/9223372036854775808/reproducer.py",
+        "/runs/{run}/c/99999999999999999999999/s/1/replay",
+        "/runs/{run}/c/1/s/2147483648/replay.json",
     ],
 )
 def test_out_of_range_numbers_are_404(walker, url):
     client, run_id = walker
     assert client.get(url.format(run=run_id)).status_code == 404
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/kernels/add_kernel.json?order=label:" + "x" * 100,
+        "/kernels/add_kernel.json?order=label:%00&limit=99999999999999999999999",
+        "/kernels/add_kernel?limit=-1&order=label:triton",
+        "/kernels/add_kernel.json?limit=0",
+        "/kernels.json?q=%25%5F%5C%00" + "a" * 2000,
+        "/kernels/" + "k" * 600 + ".json",
+        "/kernels/%00.json",
+        "/kernels/a%2Fb%2F..%2F..",
+        "/runs/{run}/check.json?baseline=label:%22%27%25=%00",
+        "/runs/{run}/check.json?baseline=" + "9" * 400 + "&fail_on=spills,,%00",
+        "/runs/{run}/check?baseline=label:=&format=markdown",
+        "/runs/nosuchrun/check.json",
+    ],
+)
+def test_kernel_history_routes_refuse_hostile_values_without_5xx(walker, url):
+    client, run_id = walker
+    assert client.get(url.format(run=run_id)).status_code < 500
+
+
+def _strict(text: str):
+    def refuse(name: str):
+        raise ValueError(f"{name} in a JSON answer")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_hostile_profiles_beside_a_capture_lose_nothing_else(walker):
+    client, run_id = walker
+    run = _strict(client.get(f"/runs/{run_id}.json").text)
+    (compilation,) = [c for c in run["compilations"] if c.get("artifacts")]
+    assert compilation["kernel"] == "add_kernel" and compilation["snapshots"]
+    assert [p["path"] for p in run["profiles"]] == ["capture.tar.gz/profile.hatchet", "capture.tar.gz/nan.hatchet"]
+    assert run["profiles"][0]["kernels"][0]["compilation"] == compilation["url"]
+    warned = {(w.get("path"), w["message"]) for w in run["warnings"]}
+    assert any(path == "capture.tar.gz/nan.hatchet" and "not finite or out of range (1e400, NaN)" in message
+               for path, message in warned), warned
+    assert any(path == "capture.tar.gz/report.ncu-rep" and "not an Nsight Compute report" in message
+               for path, message in warned), warned
+    detail = _strict(client.get(compilation["url"] + ".json").text)
+    assert detail["resources"] is None or isinstance(detail["resources"], dict)
+
+
+@pytest.mark.parametrize("path", ["/-/layout", "/-/layout.json"])
+@pytest.mark.parametrize("shape", ["\u2460x\u2461", "\u00b2x4", "64x" + "9" * 5000, "\u0661\u0662x4"])
+def test_layout_shape_of_unicode_digits_is_refused_not_500(walker, path, shape):
+    client, _ = walker
+    response = client.get(path, params={"attr": VALID_QUERY["attr"], "shape": shape})
+    assert response.status_code == 400 and "is not like 64x128" in response.text
+
+
+@pytest.mark.parametrize("field, value", [("target", "cuda:\u2460"), ("lead", "\u2460,0"), ("lead", "9" * 5000 + ",0")])
+def test_layout_other_fields_of_unicode_digits_are_not_500(walker, field, value):
+    client, _ = walker
+    response = client.get("/-/layout", params={**VALID_QUERY, field: value})
+    assert response.status_code < 500
 
 
 BLOCKED = "#ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>"

@@ -87,13 +87,13 @@ def test_parsers_never_import_app():
 # layer is that of the longest prefix naming it, so parsers' shared modules and registry sit apart from
 # its rooms (rooms by input family, any new one included: `parsers` names them all).
 LAYERS = (
-    ("parsers.records", "parsers.literal_scan"),  # shared by every room of parsers/, importing none
+    ("parsers.records", "parsers.literal_scan", "parsers.json_numbers"),  # shared by every room of parsers/, importing none
     ("parsers",),  # the rooms by input family (parsers/logs/, parsers/caches/, ...)
     ("parsers.registry",),  # the one list of formats: reads the rooms, none reads it
     ("app.layouts", "app.highlight", "app.diff", "app.urls", "app.helper_process"),
     ("app.store",),
     ("app.settings", "app.render"),
-    ("app.insight",),
+    ("app.insight", "app.replay"),
     ("app.ingest",),
     ("app.web",),
     ("app.cli",),

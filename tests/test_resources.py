@@ -139,7 +139,15 @@ def test_amd_resources_are_the_amdgcn_own_numbers(site, unpacked_corpus):
     for _url, data, html in _pages(client, runs["gfx942_mix"]):
         text = texts[data["cache"].rsplit("/", 1)[-1]]
         resources = data["resources"]
-        assert resources["occupancy"] == int(re.search(r"^; Occupancy: (\d+)$", text, re.MULTILINE).group(1))
+        compiler = int(re.search(r"^; Occupancy: (\d+)$", text, re.MULTILINE).group(1))
+        assert resources["compiler_occupancy"] == compiler
+        # Triton's LDS is dynamic, unseen by the compiler ("LDSByteSize: 0 bytes/workgroup (compile time
+        # only)"): 64 KB of a gfx942 CU hold 65536 // shared workgroups, their waves spread over 4 SIMDs
+        assert "LDSByteSize: 0 bytes/workgroup (compile time only)" in text
+        by_lds = -(-(65536 // data["shared"]) * data["num_warps"] // 4) if data["shared"] else compiler
+        assert resources["occupancy"] == min(compiler, by_lds)
+        assert resources["limiter"]["result"] == f"{resources['occupancy']} wave{'s' if resources['occupancy'] != 1 else ''}/SIMD"
+        assert resources["limiter"]["why"] in html
         assert resources["vgprs"] == int(re.search(r"\.vgpr_count:\s+(\d+)", text).group(1))
         assert resources["sgprs"] == int(re.search(r"\.sgpr_count:\s+(\d+)", text).group(1))
         assert f"{resources['vgprs']} VGPRs" in html

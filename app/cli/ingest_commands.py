@@ -44,6 +44,9 @@ def _ingest_paths(args: argparse.Namespace, prescan) -> int:
         from app.urls import Urls
 
         settings = settings_from(args)
+    labels = _labels(args)
+    if labels is None:
+        return 2
     db = settings.database()
     total = sum(os.path.getsize(p) for p in args.paths if os.path.isfile(p)) or None
     bar = ProgressBar(total) if sys.stderr.isatty() and not args.quiet else None
@@ -51,7 +54,7 @@ def _ingest_paths(args: argparse.Namespace, prescan) -> int:
         try:
             with db.session() as session:
                 ingest = Ingest(
-                    session, title=args.title or "", tags=args.tag or [], limits=settings.limits(), progress=bar,
+                    session, title=args.title or "", tags=args.tag or [], labels=labels, limits=settings.limits(), progress=bar,
                     disassembler=find_disassembler(settings.sass_disassembler), prescan=prescan,
                 )
                 run = ingest.ingest(args.paths)
@@ -124,7 +127,11 @@ def cmd_upload(args: argparse.Namespace) -> int:
     headers = {"Accept": "application/json", "User-Agent": "irlens-upload"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
+    labels = _labels(args)
+    if labels is None:
+        return 2
     fields = [("title", args.title or "")] + [("tag", tag) for tag in args.tag or []]
+    fields += [("label", f"{key}={value}") for key, value in labels.items()]
     if args.listed:
         fields.append(("listed", "1"))
     try:
@@ -178,10 +185,17 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
     The exit status is the program's; when the program succeeded but nothing could be stored, 2."""
     import shlex
+    from pathlib import Path
 
     from app.ingest.capture import discard, run_program, sources_named, text_files
+    from app.ingest.dsl_capture import helion_sources, parse_dsls
 
     command = args.program[1:] if args.program[:1] == ["--"] else args.program
+    try:
+        dsls = parse_dsls(args.dsl)
+    except ValueError as error:
+        print(f"irlens: --dsl: {error}", file=sys.stderr)
+        return 2
     if not command:
         print("irlens: capture what? give the program after --, e.g. irlens capture -- python train.py",
               file=sys.stderr)
@@ -191,11 +205,14 @@ def cmd_capture(args: argparse.Namespace) -> int:
         return 2
     try:
         captured = run_program(command, llvm=args.llvm, timing=args.timing, profile=args.profile,
-                               remarks=args.remarks)
+                               remarks=args.remarks, dsls=dsls)
     except OSError as error:
         print(f"irlens: cannot run {command[0]}: {error.strerror or error}", file=sys.stderr)
         return 127 if isinstance(error, FileNotFoundError) else 126
     captured.sources = sources_named(text_files(captured))
+    if "helion" in dsls:  # the Helion files the generated code's `# src[...]` comments name
+        found = helion_sources([captured.log] + [Path(p) for p in captured.sources], command)
+        captured.sources = sorted(set(captured.sources) | set(found))
     paths = captured.paths
     if captured.interrupted:
         print("irlens: the program was interrupted; storing what it wrote before it stopped", file=sys.stderr)
@@ -204,7 +221,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
         discard(captured)
         return captured.returncode or 2
     title = args.title or ("capture: " + shlex.join(command))[:300]
-    common = {"title": title, "tag": args.tag, "json": args.json, "quiet": True, "paths": paths}
+    common = {"title": title, "tag": args.tag, "label": args.label, "json": args.json, "quiet": True, "paths": paths}
     if args.upload:
         status = cmd_upload(argparse.Namespace(
             server=args.upload, token=args.token, listed=args.listed, timeout=args.timeout, **common))
@@ -217,6 +234,17 @@ def cmd_capture(args: argparse.Namespace) -> int:
         return captured.returncode or status
     discard(captured)
     return captured.returncode
+
+
+def _labels(args: argparse.Namespace) -> dict[str, str] | None:
+    """The --label KEY=VALUE options as a dict; None (after saying why) when one is malformed."""
+    from app.store.labels import LabelError, parse_labels
+
+    try:
+        return parse_labels(getattr(args, "label", None) or [])
+    except LabelError as error:
+        print(f"irlens: {error}", file=sys.stderr)
+        return None
 
 
 def _error_text(response: httpx.Response) -> str:
@@ -233,6 +261,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     ingest.add_argument("--db", help="database URL (default: the IRLENS_DB_URL setting or data/irlens.db)")
     ingest.add_argument("--title", help="a title for the run")
     ingest.add_argument("--tag", action="append", help="a tag for the run (repeatable)")
+    ingest.add_argument("--label", action="append", metavar="KEY=VALUE",
+                        help="a label for the run, e.g. commit=abc123 (repeatable; triton=VERSION is filled in)")
     ingest.add_argument("--json", action="store_true", help="print the run as one JSON object")
     ingest.add_argument("--quiet", action="store_true", help="no progress bar")
     ingest.add_argument("--no-compact", action="store_true",
@@ -245,6 +275,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     upload.add_argument("--token", help="an API token (default: IRLENS_TOKEN)")
     upload.add_argument("--title", help="a title for the run")
     upload.add_argument("--tag", action="append", help="a tag for the run (repeatable)")
+    upload.add_argument("--label", action="append", metavar="KEY=VALUE",
+                        help="a label for the run, e.g. commit=abc123 (repeatable; triton=VERSION is filled in)")
     upload.add_argument("--listed", action="store_true", help="list the run on everyone's home page")
     upload.add_argument("--json", action="store_true", help="print the server's answer as JSON")
     upload.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -262,6 +294,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     capture.add_argument("--timeout", type=float, default=3600.0, help="with --upload: seconds to wait for the server")
     capture.add_argument("--title", help="a title for the run (default: the command line)")
     capture.add_argument("--tag", action="append", help="a tag for the run (repeatable)")
+    capture.add_argument("--label", action="append", metavar="KEY=VALUE",
+                        help="a label for the run, e.g. commit=abc123 (repeatable; triton=VERSION is filled in)")
     capture.add_argument("--llvm", action="store_true", help="also dump LLVM IR after every pass (LLVM_IR_ENABLE_DUMP=1)")
     capture.add_argument("--timing", action="store_true", help="also print pass timings (MLIR_ENABLE_TIMING=1)")
     capture.add_argument("--remarks", action="store_true",
@@ -269,6 +303,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                               "(MLIR_ENABLE_DIAGNOSTICS=remarks); shown at their ops")
     capture.add_argument("--profile", action="store_true", help="run under Proton (PC sampling where the GPU allows, "
                          "else its default mode; the log says which) and store the profile with the run")
+    capture.add_argument("--dsl", default="all", metavar="LIST",
+                         help="the tile DSLs whose dumps to switch on: all (default; each switch acts only when "
+                         "its DSL runs), none, or some of helion,cute,cutile,tilelang separated by commas "
+                         "(docs/dsl.md)")
     capture.add_argument("--json", action="store_true", help="after the program's output, print the run as JSON")
     capture.add_argument("--no-compact", action="store_true",
                          help="stored locally: leave the texts as ingest compressed them (as irlens ingest)")

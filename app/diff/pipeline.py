@@ -12,22 +12,26 @@ from app.diff.result import DiffOptions, DiffResult
 _DEFAULT_OPTIONS = DiffOptions()
 
 
-def diff_texts(a_text: str, b_text: str, options: DiffOptions = _DEFAULT_OPTIONS) -> DiffResult:
-    """Diff two IR texts line by line, comparing normalised lines and keeping the originals."""
+def diff_texts(a_text: str, b_text: str, options: DiffOptions = _DEFAULT_OPTIONS, names: bool = False) -> DiffResult:
+    """Diff two IR texts line by line, comparing normalised lines and keeping the originals.
+    `names`: compare as two print forms are compared (value names out of the key, rebound at each
+    definition), also when both sides print alike: a replayed pass (app/replay) may print `%arg6`
+    where the dump, which kept a NameLoc the parsed text lost, prints `%row_idx`."""
     a_lines, b_lines = split_lines(a_text), split_lines(b_text)
     a_compared, a_key_text, a_ignored = _prepare(a_lines, options, a_text)
     b_compared, b_key_text, b_ignored = _prepare(b_lines, options, b_text)
     forms = mixed_forms(a_text, b_text)
-    if forms is not None:  # a module dump against a pipeliner-internal one: compare like with like
+    scoped = forms is not None or names
+    if scoped:  # a module dump against a pipeliner-internal one: compare like with like
         a_key_text = like_for_like(a_compared, a_ignored, a_text)
         b_key_text = like_for_like(b_compared, b_ignored, b_text)
     a_keys, b_keys = _intern(a_key_text, b_key_text)
     opcodes = list(_opcodes(match_blocks(a_keys, b_keys, _ALIGN_EFFORT), len(a_keys), len(b_keys)))
     renames: dict[str, str] = {}
-    renumbered = options.ssa or options.alias or forms is not None
+    renumbered = options.ssa or options.alias or scoped
     if renumbered:
-        check = options if forms is None else DiffOptions(options.loc, True, options.alias)
-        opcodes = _check_renames(opcodes, a_compared, b_compared, check, renames, scoped=forms is not None)
+        check = options if not scoped else DiffOptions(options.loc, True, options.alias)
+        opcodes = _check_renames(opcodes, a_compared, b_compared, check, renames, scoped=scoped)
         # lines equal as keys but renamed inconsistently must not pair as equal again
         a_keys, b_keys = _intern(a_compared, b_compared)
     # with both numberings ignored, replaced blocks hold no lines equal up to numbering

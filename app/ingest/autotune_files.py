@@ -27,8 +27,9 @@ class AutotuneFiles:
             data = read_small(stream, path)
             try:
                 entry = autotune_files.read_triton_autotune(path, data.decode("utf-8", "replace"))
-            except (ValueError, TypeError, KeyError) as error:
-                self.state.problem("warning", f"Triton autotune cache file not read: {error}", path=path)
+            except (ValueError, TypeError, KeyError, IndexError, RecursionError) as error:
+                self.state.problem("warning", f"Triton autotune cache file not read: {str(error)[:200] or type(error).__name__}",
+                                   path=path)
                 return "Triton autotune cache file, damaged: not read"
             self.triton.append(entry)
             return f"Triton autotune timings: {len(entry['choices'])} configs"

@@ -123,6 +123,7 @@ class CacheFiles:
         problem = self.state.problem
         seen: dict[frozenset, str] = {}
         made = {id(artifact) for artifact in self.made_sass}
+        binary_only: list[str] = []  # one warning for all: an autotuner can leave thousands
         for folder in self.folders.values():
             if folder.origin == "trace" or dsl_keep_group(folder) in claimed:
                 continue  # a traced compilation holds texts only; a DSL's artifacts join their IR
@@ -134,13 +135,22 @@ class CacheFiles:
                         "a copy of the same cache entry", path=folder.path or None)
             seen.setdefault(files, folder.path)
             kinds = {artifact["kind"] for artifact in folder.files if id(artifact) not in made}
-            if kinds and kinds <= {"cubin", "hsaco"}:
+            if kinds and kinds <= {"cubin", "hsaco"} and not folder.is_entry:
+                for artifact in folder.files:
+                    problem("warning", "not a kernel binary that could be read: kept as an input only, "
+                            "no compilation", path=artifact["path"])
+            elif kinds and kinds <= {"cubin", "hsaco"}:
                 with_sass = any(id(artifact) in made for artifact in folder.files)
                 kept = "by size and hash, and its SASS" if with_sass else "by size and hash only"
                 for artifact in folder.files:
                     if id(artifact) not in made:
                         problem("warning", "a kernel binary without the IR or metadata of its cache folder: "
                                 f"kept {kept}", path=artifact["path"])
+            elif cache.is_binary_only(kinds):
+                binary_only.append(folder.path)
+            elif kinds and not folder.is_entry:
+                problem("warning", "not a Triton cache entry (no kernel metadata, no IR): its files are kept as "
+                        "inputs, unless a log's compilation claims them by name", path=folder.path or None)
             elif "json" in kinds:
                 # Every complete cache entry holds its TTGIR, LLVM IR and binary beside the metadata.
                 missing = [name for name, found in (
@@ -153,3 +163,7 @@ class CacheFiles:
             elif kinds and not kinds & {"ttir", "ttgir", "glir", "source", "grp"}:
                 problem("warning", "stage files without the IR or metadata of their cache folder: kept, "
                         "but nothing ties them to a log's compilation", path=folder.path or None)
+        if binary_only:
+            count = len(binary_only)
+            what = "A binary-only cache entry" if count == 1 else f"{count} binary-only cache entries (the first named)"
+            problem("warning", f"{what}: {cache.BINARY_ONLY_WHY}", path=binary_only[0] or None)

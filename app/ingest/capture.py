@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from app.ingest.dsl_capture import boot_code, boot_environment, dsl_environment, written
 from app.ingest.profile_boot import profile_environment
 
 CHUNK = 1 << 16
@@ -55,6 +56,7 @@ class Captured:
     interrupted: bool = False
     sources: list[str] = field(default_factory=list)
     stdout: Path | None = None
+    dsls: tuple[str, ...] = ()  # the tile DSLs whose dumps were switched on (app/ingest/dsl_capture.py)
 
     @property
     def paths(self) -> list[str]:
@@ -64,6 +66,7 @@ class Captured:
         paths = [str(self.log)] if self.log.stat().st_size else []
         if self.cache.is_dir() and any(self.cache.iterdir()):
             paths.append(str(self.cache))
+        paths += written(self.folder, self.dsls)  # the DSLs' dump folders
         if not paths:  # no dumps, nothing compiled: the prints alone make no run
             return []
         if self.stdout is not None and self.stdout.stat().st_size:
@@ -131,16 +134,21 @@ def _copy(pipe: int, file: BinaryIO, terminal_fd: int) -> None:
 
 
 def run_program(command: Sequence[str], *, llvm: bool = False, timing: bool = False,
-                terminal_fd: int = 2, stdout_fd: int = 1, profile: bool = False, remarks: bool = False) -> Captured:
+                terminal_fd: int = 2, stdout_fd: int = 1, profile: bool = False, remarks: bool = False,
+                dsls: Sequence[str] = ()) -> Captured:
     """Run ``command``, copying its stderr to ``terminal_fd`` and its stdout to ``stdout_fd``, each
-    also to a file in a new temporary folder, and wait for it. Raises OSError when the program
-    cannot be started."""
+    also to a file in a new temporary folder, and wait for it; ``dsls``: the tile DSLs whose dumps
+    to switch on. Raises OSError when the program cannot be started."""
     folder = Path(tempfile.mkdtemp(prefix="irlens-capture-"))
     log, cache, out = folder / "capture.log", folder / "triton-cache", folder / "stdout.txt"
     cache.mkdir()
     env = capture_environment(dict(os.environ), cache, llvm, timing, remarks)
+    dsl_environment(env, folder, dsls)
+    start_up = boot_code(dsls)  # one sitecustomize.py for all: Python runs the first it finds
     if profile:
-        profile_environment(env, folder)  # the profile lands in `folder`, found by Captured.paths
+        profile_environment(env, folder, also=start_up)  # the profile lands in `folder`, found by Captured.paths
+    elif start_up:
+        boot_environment(env, folder, start_up)
     interrupted = False
     forward = not _keyboard_reaches_child()
     with open(log, "wb") as log_file, open(out, "wb") as out_file:
@@ -178,7 +186,7 @@ def run_program(command: Sequence[str], *, llvm: bool = False, timing: bool = Fa
             signal.signal(signal.SIGINT, previous)
     returncode = 128 - code if code < 0 else code
     return Captured(folder=folder, log=log, cache=cache, returncode=returncode, interrupted=interrupted,
-                    stdout=out)
+                    stdout=out, dsls=tuple(dsls))
 
 
 def _unescape(raw: bytes) -> str:

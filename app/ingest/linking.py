@@ -27,6 +27,7 @@ from parsers.logs.diagnostics import Diagnostic
 from parsers.logs.timing import TimingReport
 
 _STARTS = ("Inliner", "InlinerPass", "GluonInline")
+ENTRY_STAGES = frozenset({"source", "ttir", "glir", "ttgir", "llir", "ptx", "amdgcn"})  # what Triton itself writes
 
 
 @dataclass
@@ -46,6 +47,19 @@ class CacheFolder:
         self.paths.add(path)
         if match:
             self.match_hashes[kind] = match
+
+    @property
+    def is_entry(self) -> bool:
+        """Looks like what Triton writes: its kernel metadata, or a stage of the IR (a TRITON_KERNEL_DUMP
+        folder has no metadata). A binary, a .sass or a stray JSON alone (a folder of cuobjdump output, a
+        config file beside a cache) is no compilation of its own."""
+        if self.origin == "trace" or self.metadata is not None:
+            return True
+        kinds = {artifact["kind"] for artifact in self.files}
+        if kinds & ENTRY_STAGES or "hsaco" in kinds:
+            return True
+        # a cubin alone is one when it reads as a kernel binary (its registers show): random bytes are not
+        return "cubin" in kinds and bool((self.resources or {}).get("kernels"))
 
     @property
     def kernel(self) -> str | None:
@@ -98,6 +112,8 @@ def link_caches(
             target = _match_dsl_keep(folder, compilations, links)
         if target is None and folder.metadata is None:
             target = _match(folder, cache_only, {id(c): _folder_hashes(links, c) for c in cache_only}, None, {})
+        if target is None and not folder.is_entry:
+            continue  # its files stay inputs, and CacheFiles.check said why
         if target is None:
             target = CompilationRecord(folder.kernel, 0)
             cache_only.append(target)

@@ -12,6 +12,7 @@ import zstandard
 from app.ingest.log_prescan import LogPrescan
 from app.ingest.state import IngestState, LogResult
 from parsers.autotuning.autotune import AutotuneScanner, may_hold
+from parsers.helion.generated import PRINTED_HEADER, PrintedCode
 from parsers.literal_scan import LiteralSet
 from parsers.logs.diagnostics import LogLines, parse_gap
 from parsers.logs.log import NO_MODULE, body_damage, scan_log
@@ -82,12 +83,14 @@ class LogReader:
         dumps = 0  # dumps and dump banners, parsed or not
         autotune = AutotuneScanner()  # autotuning results printed among the other lines
         sniffed: dict[int, tuple[bytes, bool]] = {}  # id(body) -> (body, holds an autotune hint)
+        printed = PrintedCode()  # Helion's generated modules (HELION_PRINT_OUTPUT_CODE=1)
 
         def process(record, digest: str | None, terms: frozenset[str] | None) -> None:
             nonlocal replaced, dumps
             kind = type(record)
             if kind is Dump:
                 dumps += 1
+                printed.finish()
                 body = record.body
                 # another thread's autotune table interleaved into a dump: one scan per distinct body
                 # (the body of an unchanged pass is the same object again), for all three hints at once
@@ -106,6 +109,8 @@ class LogReader:
                     return
                 joined = "".join(line + "\n" for _, line in record.lines)
                 text.add(joined)
+                if printed.reading or PRINTED_HEADER in joined:
+                    printed.feed(record.lines)
                 if may_hold(joined):  # most gap blocks hold no autotuning result: one substring scan
                     for number, line in record.lines:
                         autotune.feed(number, line)
@@ -131,6 +136,8 @@ class LogReader:
             scanned = ((record, None, None) for record in scan_log(stream))
         for record, digest, terms in scanned:
             process(record, digest, terms)
+        printed.finish()
+        self._add_printed_code(printed, path)
         if replaced:
             problem("warning", f"{replaced} log lines hold bytes that are not UTF-8 (shown as \ufffd)", path=path)
         for kernel, orphan in result.grouper.orphans:
@@ -151,6 +158,13 @@ class LogReader:
                 dict(entry, log=path) for entry in autotune.entries]
         digest, size, compressed = text.finish()
         return self.state.blobs.put_compressed(digest, size, compressed) if size else None
+
+    def _add_printed_code(self, printed: PrintedCode, path: str) -> None:
+        """Each generated module Helion printed becomes a source of the run under the path it was
+        written to, which the IR's loc() entries name (a file of that path uploaded too is kept beside)."""
+        for block in printed.blocks:
+            if block.path not in self.state.sources:
+                self.state.add_source(block.path, block.text.encode("utf-8"), block.text)
 
     def _add_dump(self, result: LogResult, dump: Dump, path: str, digest: str | None = None,
                   terms: frozenset[str] | None = None) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Iterable
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.ingest.autotune_files import AutotuneFiles
@@ -32,8 +33,10 @@ from app.ingest.traces import TraceCollector
 from app.insight.op_index import OpIndex
 from app.insight.op_term_scan import TermScanner
 from app.store.blobs import BlobWriter
-from app.store.models import Run
+from app.store.labels import with_triton
+from app.store.models import Compilation, Run
 from parsers import registry
+from parsers.helion.generated import helion_note
 from parsers.inputs.sources import InputFile, InputLimitExceeded, Limits, SourceWalker
 from parsers.tilelang.names import dump_file as tilelang_dump_file
 
@@ -41,8 +44,8 @@ __all__ = ["Ingest", "IngestError", "new_run_id"]
 
 HEAD_BYTES = 8192
 Progress = Callable[[str, int], None]
-_KEPT_ROLES = {"log", "tritonparse", "source", "cache-group", "cache-stage", "cache-binary", "cache-metadata", "profile",
-               "autotune", "pass-file", "cutile-log", "tileir-bytecode", "tilelang-pass"}
+_KEPT_ROLES = {"log", "tritonparse", "source", "helion-code", "cache-group", "cache-stage", "cache-binary",
+               "cache-metadata", "profile", "autotune", "pass-file", "cutile-log", "tileir-bytecode", "tilelang-pass"}
 MAX_REASONS = 10  # files named in the error for an upload with nothing to ingest
 
 
@@ -58,13 +61,14 @@ class Ingest:
         title: str = "",
         owner: str | None = None,
         tags: Iterable[str] = (),
+        labels: dict[str, str] | None = None,
         limits: Limits | None = None,
         progress: Progress | None = None,
         disassembler: Disassembler | None = None,
         prescan: LogPrescan | None = None,
     ) -> None:
         self.blobs = BlobWriter(session)
-        self.run = Run(id=new_run_id(), title=title, owner=owner, tags=list(tags))
+        self.run = Run(id=new_run_id(), title=title, owner=owner, tags=list(tags), labels=dict(labels or {}))
         # The op index's scan of each new text runs in a helper process, on the other core, unless
         # the log helper finds the terms as it scans.
         terms = None if prescan is not None and prescan.finds_terms else TermScanner()
@@ -113,6 +117,8 @@ class Ingest:
         self.pass_files.finish()
         RunWriter(self.state, self.cache_files.folders, self.traces).write()
         self.profiles.write()
+        versions = self.state.session.scalars(select(Compilation.triton_version).where(Compilation.run_id == self.run.id))
+        self.run.labels = with_triton(self.run.labels or {}, versions)
         return self.run
 
     def _check_something_ingested(self) -> None:
@@ -149,6 +155,9 @@ class Ingest:
                 record["log_blob"] = self.logs.read(input_file.path, stream, input_file.origin)
                 record["size"] = state.bytes_read - start
                 record["note"] = state.logs[-1].note
+                if input_file.path.endswith(".json"):  # named JSON, but none of the JSON files irlens reads
+                    state.problem("warning", "a .json file that is no kernel metadata, autotune file, profile or "
+                                  "trace irlens reads: kept as a text log", path=input_file.path)
             elif role == "tritonparse":
                 record["note"] = self.traces.read(input_file.path, stream)
                 record["size"] = state.bytes_read - start
@@ -170,10 +179,13 @@ class Ingest:
                 info = place(input_file.path, head)
                 assert info is not None  # the registry matched it so
                 record["size"], record["note"] = self.pass_files.read(input_file.path, info, stream)
-            elif role == "source":
+            elif role in ("source", "helion-code"):
                 data = read_small(stream, input_file.path)
                 record["size"] = len(data)
-                state.add_source(input_file.path, data, data.decode("utf-8", "replace"))
+                text = data.decode("utf-8", "replace")
+                state.add_source(input_file.path, data, text)
+                if role == "helion-code":
+                    record["note"] = helion_note(text)
             elif role == "binary":
                 size, digest = drain(stream)
                 record.update(size=size, note=f"binary data, not a log or a Triton file (sha256 {digest[:12]})")

@@ -31,11 +31,12 @@ if _path:
 '''
 
 
-def profile_environment(env: dict[str, str], folder: Path) -> Path:
-    """Set up `env` for a profiled run in `folder`; the profile's path once the program ends."""
+def profile_environment(env: dict[str, str], folder: Path, also: str = "") -> Path:
+    """Set up `env` for a profiled run in `folder`; the profile's path once the program ends. `also`:
+    more start-up code for the same `sitecustomize.py` (Python runs only the first one it finds)."""
     boot = folder / "proton-boot"
     boot.mkdir(exist_ok=True)
-    (boot / "sitecustomize.py").write_text(BOOT)
+    (boot / "sitecustomize.py").write_text(BOOT + also)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(boot), env.get("PYTHONPATH", "")]))
     env["IRLENS_PROFILE_PATH"] = str(folder / "profile")  # Proton appends .hatchet
     return folder / "profile.hatchet"

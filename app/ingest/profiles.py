@@ -12,6 +12,7 @@ over the size cap) is named in a warning and kept as an input record; the rest o
 
 from __future__ import annotations
 
+import csv
 import os
 import posixpath
 import tempfile
@@ -23,7 +24,7 @@ from app.ingest.file_streams import drain
 from app.ingest.state import IngestState
 from app.store.models import Compilation, Profile, ProfileKernel
 from parsers.profiles import ncu, ncu_rep, proton
-from parsers.profiles.profile_records import Kernel, ProfileError
+from parsers.profiles.profile_records import Kernel, ProfileError, leave_out_unusable
 from parsers.profiles.profile_records import Profile as ParsedProfile
 
 __all__ = ["ProfileCollector"]
@@ -55,8 +56,11 @@ class ProfileCollector:
                 profile = proton.parse_hatchet(data)
         except ProfileError as error:
             return len(data), self._refuse(path, str(error))
-        self.profiles.append((path, profile))
-        return len(data), _summary(profile)
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError,
+                csv.Error) as error:
+            # a hostile file the parser did not foresee: this file is refused, never the upload
+            return len(data), self._refuse(path, f"could not be read ({type(error).__name__}: {str(error)[:200]})")
+        return len(data), self._keep(path, profile)
 
     def _read_report(self, path: str, stream: BinaryIO) -> tuple[int, str]:
         # ncu-report reads files, not streams: spooled to a temporary file, as far as the cap allows.
@@ -70,6 +74,9 @@ class ProfileCollector:
                         return size, self._refuse(path, f"larger than the profile size cap ({self.max_bytes:,} bytes)")
                     spool.write(block)
                 spool.flush()
+                if not _starts_like_report(spool.name):
+                    return size, self._refuse(path, "not an Nsight Compute report: it does not start as one "
+                                              "(NVR), whatever its .ncu-rep name says")
                 if not ncu_rep.available():
                     return size, self._refuse(path, "an Nsight Compute report, not read: the optional ncu-report "
                                               "package is not installed (pip install 'irlens[ncu]'); upload its "
@@ -80,8 +87,17 @@ class ProfileCollector:
             finally:
                 spool.close()
                 os.unlink(spool.name)
+        return size, self._keep(path, profile)
+
+    def _keep(self, path: str, profile: ParsedProfile) -> str:
+        """Store a parsed profile, its numbers checked; every note about what was left out is a warning."""
+        leave_out_unusable(profile)
+        for note in profile.notes:
+            self.state.problem("warning", f"profile: {note}", path=path)
+        if not profile.kernels:
+            self.state.problem("warning", "profile holds no kernel: nothing of it joins a compilation", path=path)
         self.profiles.append((path, profile))
-        return size, _summary(profile)
+        return _summary(profile)
 
     def _refuse(self, path: str, reason: str) -> str:
         self.state.problem("warning", f"profile not read: {reason}", path=path)
@@ -122,6 +138,11 @@ class ProfileCollector:
             if "time_ns" in row:
                 kernel.time_ns = row["time_ns"]
                 kernel.count = 1
+
+
+def _starts_like_report(path: str) -> bool:
+    with open(path, "rb") as spooled:
+        return spooled.read(4) == b"NVR\x00"
 
 
 def _summary(profile: ParsedProfile) -> str:

@@ -1,7 +1,7 @@
 """The compare page's answer to "why is one variant faster?": configs, resources and autotune times
 side by side, the op-group counts of the final TTGIR and SASS, and the first pass whose effect
-differs, turned into a few sentences ("B spills 256 B/thread (A: 0)", "B: 205 registers → 1
-block/SM (A: 2)", "B 1.7x slower in autotuning"). The JSON twin carries the same as data."""
+differs, turned into a few sentences ("B spills 256 B/thread (A: 0)", "A: shared memory (…) →
+1 block/SM; B: registers (…) → 2 blocks/SM", "B 1.7x slower in autotuning"). The JSON twin carries the same as data."""
 
 from __future__ import annotations
 
@@ -60,14 +60,10 @@ def why(session: Session, a: Compilation, b: Compilation, a_stages: dict, b_stag
     for side, mine, other, tag in (("B", rb, ra, "A"), ("A", ra, rb, "B")):
         if mine.get("local_bytes"):
             sentences.append(f"{side} spills {mine['local_bytes']} B/thread ({tag}: {other.get('local_bytes', '?')})")
-    if ra.get("registers") != rb.get("registers") and ra and rb:
-        def occupancy(r: dict) -> str:
-            detail = r.get("occupancy_detail")
-            if detail:
-                return f"{detail['blocks_per_sm']} block{'s' if detail['blocks_per_sm'] != 1 else ''}/SM, {detail['warps_per_sm']} warps"
-            return f"occupancy {r.get('occupancy')}" if r.get("occupancy") is not None else "occupancy unknown"
-        sentences.append(f"A: {ra.get('registers')} registers → {occupancy(ra)}; "
-                         f"B: {rb.get('registers')} registers → {occupancy(rb)}")
+    la, lb = ra.get("limiter"), rb.get("limiter")
+    if la and lb and (la != lb or ra.get("registers") != rb.get("registers")):
+        # the one limiter of app/insight/resources.py, as the compilation pages show it
+        sentences.append(f"A: {la['why']} → {la['result']}; B: {lb['why']} → {lb['result']}")
     ta, tb = (autotune["a"] or {}).get("time_ms"), (autotune["b"] or {}).get("time_ms")
     ratio = None
     if ta and tb:

@@ -273,7 +273,7 @@ def config_matches(config: dict[str, Any], compilation_options: dict[str, Any], 
     compared = 0
     for key, value in named.items():
         axis = _BLOCK_AXIS.fullmatch(key.upper())  # GROUP_M and the like are not tile sizes
-        if axis is None or not str(value).isdigit():
+        if axis is None or not (str(value).isascii() and str(value).isdigit() and len(str(value)) <= 9):
             continue
         compared += 1
         if int(value) != tile[axis.group(1)]:

@@ -30,6 +30,7 @@ def hot_lines_fields(session: Session, compilation: Compilation, urls: Urls, wan
         return {"hot_lines": None}
     hot = metrics.hot_lines(metric, urls)
     hot["available"] = metrics.metrics()
+    hot["unknown_metric"] = metrics.unknown(wanted)
     hot["candidates"] = _candidates(session, compilation, metrics, metric, urls) if hot.get("shared") else []
     links = pass_links(session, compilation, urls, snapshot, {row["file"] for row in hot["lines"]})
     hot["pass"] = links.describe()
@@ -63,7 +64,7 @@ def python_line_metrics(session: Session, compilation: Compilation, wanted: str 
     info = next(item for item in metrics.metrics() if item["name"] == metric)
     python = metrics.python_totals(metric)
     return {
-        "metric": info, "available": metrics.metrics(),
+        "metric": info, "available": metrics.metrics(), "unknown_metric": metrics.unknown(wanted),
         "kernel": kernel.row.name if kernel else None,
         "shared": kernel.shared if kernel else False,
         "total": kernel.row.totals.get(metric, 0) if kernel else 0,
@@ -94,6 +95,7 @@ def line_metric_fields(session: Session, compilation: Compilation, rendered: ren
     fields = {
         "metric": info,
         "available": metrics.metrics(),
+        "unknown_metric": metrics.unknown(wanted),
         "kernel": kernel.row.name if kernel else None,
         "shared": kernel.shared if kernel else False,
         # shares are of this compilation's own total (less other compilations' lines), in one scope
@@ -160,6 +162,7 @@ def compare_hot_lines(session: Session, a: Compilation, b: Compilation, urls: Ur
     if not names:
         return None
     metric = wanted if wanted in names else names[0]
+    unknown = wanted if wanted and wanted != metric else None
     totals = left.python_totals(metric), right.python_totals(metric)
     top = sorted(set(totals[0]) | set(totals[1]), key=lambda key: -max(totals[0].get(key, 0), totals[1].get(key, 0)))
     top = top[:limit]
@@ -179,5 +182,6 @@ def compare_hot_lines(session: Session, a: Compilation, b: Compilation, urls: Ur
                      "b_map_url": urls.source_map(b.run_id, b.ordinal, file, line)})
     sums = [sum(side.values()) for side in totals]
     return {"metric": next(m for m in left.metrics() if m["name"] == metric), "available": names,
+            "unknown_metric": unknown,
             "a_pass": a_links.describe(), "b_pass": b_links.describe(),
             "lines": rows, "a_total": sums[0], "b_total": sums[1], "diff": sums[1] - sums[0]}

@@ -14,6 +14,7 @@ from app.insight.pass_attribution import attribute_rows
 from app.insight.resources import compilation_resources
 from app.store.models import Artifact, Compilation, Diagnostic, InputRecord, Problem, Run, Snapshot
 from app.urls import Urls, snapshot_id
+from parsers.caches.cache import BINARY_ONLY_NOTE, is_binary_only
 
 STAGE_ORDER = ("ttir", "ttgir", "llvm-dialect", "llvm-ir")
 ARTIFACT_ORDER = ("source", "ttir", "glir", "ttgir", "llir", "ptx", "amdgcn", "sass", "json", "grp", "cubin", "hsaco")
@@ -84,6 +85,7 @@ def compilation_summary(compilation: Compilation, urls: Urls, artifact_kinds: li
         "cache": compilation.cache_key,
         "cache_match": compilation.cache_match,
         "url": urls.compilation(compilation.run_id, compilation.ordinal),
+        "history_url": urls.kernel(compilation.kernel) if compilation.kernel else None,
     }
 
 
@@ -136,6 +138,7 @@ def run_summary(session: Session, run: Run, urls: Urls, warnings: bool = True) -
         "owner": run.owner,
         "listed": bool(run.listed),
         "tags": run.tags or [],
+        "labels": run.labels or {},
         "input_bytes": run.input_bytes,
         "compilations": summaries,
         "diagnostics": [diagnostic_dict(d) for d in run_diagnostics],
@@ -244,6 +247,9 @@ def compilation_detail(session: Session, compilation: Compilation, urls: Urls) -
         for a in sorted(compilation.artifacts, key=artifact_sort_key)
     ]
     data["sass"] = _sass_summary(session, compilation, render)
+    # why a compilation from the cache shows no passes: its entry was stored binary-only
+    kinds = {artifact.kind for artifact in compilation.artifacts}
+    data["binary_only"] = (BINARY_ONLY_NOTE[0].upper() + BINARY_ONLY_NOTE[1:] + ".") if is_binary_only(kinds) else None
     data["timings"] = [
         {"report": t.report, "name": t.name, "depth": t.depth, "wall": t.wall, "percent": t.percent,
          "analysis": t.analysis}
@@ -387,6 +393,7 @@ def recent_runs(
             "created_at": iso_time(run.created_at),
             "owner": run.owner,
             "tags": run.tags or [],
+            "labels": run.labels or {},
             "compilations": n or 0,
             "damaged": run.damaged,
             "url": urls.run(run.id),

@@ -21,6 +21,7 @@ import threading
 from sqlalchemy import select
 
 from app.insight import adjacent_diffs, kernel_config, line_index
+from app.insight.kernel_points import ensure_points
 from app.store import compaction, recompress
 from app.store.db import Database
 from app.store.models import Run
@@ -66,6 +67,11 @@ def prepare_run(db: Database, run_id: str) -> None:
 
 
 def prepare_pending(db: Database) -> int:
+    with db.session() as session:  # kernel history's points first: a check or history page waits for them
+        try:
+            ensure_points(session, limit=1000)
+        except Exception:  # the pages write what they need themselves
+            log.exception("kernel history: writing points failed")
     done = 0
     for run_id in pending_runs(db):
         try:

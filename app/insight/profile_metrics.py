@@ -21,7 +21,7 @@ from app import render
 from app.store.models import Artifact, Compilation, Profile, ProfileKernel
 from app.urls import Urls
 from parsers.locations.loc import resolve
-from parsers.profiles.profile_records import cache_hash, metric_info
+from parsers.profiles.profile_records import cache_hash, display_twins, metric_info
 
 __all__ = ["CompilationMetrics", "compilation_metrics", "run_profiles"]
 
@@ -123,8 +123,10 @@ class CompilationMetrics:
         return not self.kernels
 
     def metrics(self) -> list[dict[str, str]]:
-        """Metrics some kernel holds per line, preferred ones first."""
+        """Metrics some kernel holds per line, preferred ones first; an ncu report's raw name is left
+        out where the same counter is there under its source-page name (profile_records.display_twins)."""
         names = {name for kernel in self.kernels for name in kernel.metric_names()}
+        names = {name for name in names if not any(twin in names for twin in display_twins(name))}
         ordered = [name for name in PREFERRED if name in names] + sorted(names - set(PREFERRED))
         return [metric_info(name) for name in ordered]
 
@@ -132,7 +134,17 @@ class CompilationMetrics:
         names = [item["name"] for item in self.metrics()]
         if wanted in names:
             return wanted
+        twin = next((name for name in display_twins(wanted or "") if name in names), None)
+        if twin:
+            return twin
         return names[0] if names else None
+
+    def unknown(self, wanted: str | None) -> str | None:
+        """`wanted` when the page was asked for a metric this profile does not hold (the page says so
+        and shows the first one instead); None otherwise."""
+        if not wanted:
+            return None
+        return None if self.choose(wanted) in (wanted, *display_twins(wanted)) else wanted
 
     def kernel_for(self, metric: str) -> KernelLines | None:
         """The kernel whose lines hold the metric: the one joined to this compilation alone first,

@@ -6,7 +6,8 @@ and the metadata (dynamic shared memory, num_warps, tmem).
 NVIDIA occupancy is the resident warps per SM that the CUDA occupancy calculator gives for these
 registers, this shared memory and num_warps, with the target's limits (LIMITS; the formula is in
 docs/resources.md). It is computed here when shown, not stored, so a corrected limit applies to old
-runs too. AMD occupancy is the compiler's own (``; Occupancy:`` in the .amdgcn, waves per SIMD).
+runs too. AMD occupancy is in waves per SIMD: the compiler's own (``; Occupancy:`` in the .amdgcn), or less
+where Triton's dynamic LDS allows fewer workgroups per CU (the compiler does not see it).
 Runs ingested before the resources were stored get AMD numbers from the stored .amdgcn on demand.
 """
 
@@ -25,6 +26,8 @@ from parsers.caches.amdgcn_resources import amdgcn_resources
 
 REGISTERS_PER_SM = 65536
 REGISTER_UNIT = 256  # registers are allocated per warp in units of 256
+SUB_PARTITIONS = 4  # an SM's register file is four sub-partitions; a warp's registers come from one
+MAX_REGISTERS = 255  # per thread
 SHARED_UNIT = 128  # shared memory is allocated per block in units of 128 bytes
 RESERVED_SHARED = 1024  # the driver's shared memory reserved per block (sm80 and later)
 
@@ -34,19 +37,24 @@ class Limits:
     max_warps: int  # resident warps per SM
     max_blocks: int  # resident blocks per SM
     shared_per_sm: int  # bytes of shared memory an SM can give blocks (with the reserved KB of each)
+    shared_per_block: int  # the most one block may opt in to (without the reserved KB)
 
 
 # CUDA C Programming Guide, "Technical Specifications per Compute Capability".
 LIMITS = {
-    80: Limits(64, 32, 167936),
-    86: Limits(48, 16, 102400),
-    87: Limits(48, 16, 167936),
-    89: Limits(48, 24, 102400),
-    90: Limits(64, 32, 233472),
-    100: Limits(64, 32, 233472),
-    103: Limits(64, 32, 233472),
-    120: Limits(48, 32, 102400),
+    80: Limits(64, 32, 167936, 166912),
+    86: Limits(48, 16, 102400, 101376),
+    87: Limits(48, 16, 167936, 166912),
+    89: Limits(48, 24, 102400, 101376),
+    90: Limits(64, 32, 233472, 232448),
+    100: Limits(64, 32, 233472, 232448),
+    103: Limits(64, 32, 233472, 232448),
+    120: Limits(48, 32, 102400, 101376),
 }
+
+# What each limit is called in a sentence, and its unit.
+LIMIT_NAMES = {"registers": "registers", "shared": "shared memory", "warps": "warps per SM", "blocks": "blocks per SM",
+               "vgprs": "VGPRs", "lds": "LDS", "waves": "waves per SIMD"}
 
 
 def cuda_arch(target: str | None) -> int | None:
@@ -65,22 +73,125 @@ def _round_up(value: int, unit: int) -> int:
     return -(-value // unit) * unit
 
 
-def nvidia_occupancy(arch: int, registers: int | None, shared_bytes: int, num_warps: int) -> dict[str, Any] | None:
-    """Resident blocks and warps per SM, and what limits them (docs/resources.md)."""
+def nvidia_occupancy(arch: int, registers: int | None, shared_bytes: int, num_warps: int,
+                     shared_config: int | None = None) -> dict[str, Any] | None:
+    """Resident blocks and warps per SM, and what limits them, as the CUDA occupancy calculator
+    (cuda_occupancy.h) computes them; docs/resources.md gives the formula. `shared_config`: the SM's
+    shared memory carve-out, when known (ncu's "Shared Memory Configuration Size"); by default the
+    largest, which is what Triton asks for (it launches with "prefer shared") and where the driver
+    never gives less than the other limits let resident blocks use."""
     limits = limits_for(arch)
     if limits is None or num_warps <= 0:
         return None
     bounds: dict[str, int] = {"warps": limits.max_warps // num_warps, "blocks": limits.max_blocks}
+    per_warp = None
     if registers:
         per_warp = _round_up(registers * 32, REGISTER_UNIT)
-        bounds["registers"] = (REGISTERS_PER_SM // per_warp) // num_warps
+        fits = registers <= MAX_REGISTERS and per_warp * _round_up(num_warps, SUB_PARTITIONS) <= REGISTERS_PER_SM
+        per_partition = (REGISTERS_PER_SM // SUB_PARTITIONS) // per_warp
+        bounds["registers"] = (per_partition * SUB_PARTITIONS) // num_warps if fits else 0
     per_block = _round_up(shared_bytes, SHARED_UNIT) + RESERVED_SHARED
-    bounds["shared"] = limits.shared_per_sm // per_block
+    per_sm = shared_config or limits.shared_per_sm
+    bounds["shared"] = per_sm // per_block if shared_bytes <= limits.shared_per_block else 0
     blocks = min(bounds.values())
-    limited_by = [name for name, value in bounds.items() if value == blocks]
+    limited_by = [name for name in ("registers", "shared", "warps", "blocks") if bounds.get(name) == blocks]
     return {"blocks_per_sm": blocks, "warps_per_sm": blocks * num_warps, "max_warps": limits.max_warps,
             "percent": round(100 * blocks * num_warps / limits.max_warps, 1), "limited_by": limited_by,
-            "bounds": bounds}
+            "bounds": bounds, "registers_per_warp": per_warp, "shared_per_block": per_block, "shared_bytes": shared_bytes,
+            "shared_per_sm": per_sm, "max_blocks": limits.max_blocks, "num_warps": num_warps}
+
+
+@dataclass(frozen=True)
+class AmdLimits:
+    vgprs: int  # per lane of a SIMD, arch and accumulation VGPRs together
+    vgpr_unit: int
+    max_waves: int  # per SIMD
+    lds_per_cu: int
+
+
+# LLVM's AMDGPU subtarget tables (AMDGPUBaseInfo: getTotalNumVGPRs, getVGPRAllocGranule,
+# getMaxWavesPerEU, getLocalMemorySize) for the CDNA chips Triton targets.
+AMD_LIMITS = {
+    "gfx90a": AmdLimits(512, 8, 8, 65536),
+    "gfx940": AmdLimits(512, 8, 8, 65536),
+    "gfx941": AmdLimits(512, 8, 8, 65536),
+    "gfx942": AmdLimits(512, 8, 8, 65536),
+    "gfx950": AmdLimits(512, 8, 8, 163840),
+}
+SIMDS_PER_CU = 4
+
+
+def amd_occupancy(arch: str | None, vgprs: int | None, lds_bytes: int, num_warps: int | None,
+                  compiler: int | None) -> dict[str, Any] | None:
+    """Waves per SIMD by VGPRs, by LDS and by the chip's maximum. The compiler's own `; Occupancy:`
+    knows the VGPRs and the launch bounds but not Triton's LDS, which is dynamic (`LDSByteSize: 0
+    bytes/workgroup (compile time only)`): the occupancy is the smaller of it and the LDS bound."""
+    limits = AMD_LIMITS.get(arch or "")
+    if limits is None or not vgprs or not num_warps:
+        return None
+    bounds = {"waves": limits.max_waves, "vgprs": min(limits.max_waves, limits.vgprs // _round_up(vgprs, limits.vgpr_unit))}
+    if lds_bytes:
+        groups = limits.lds_per_cu // lds_bytes
+        bounds["lds"] = min(limits.max_waves, -(-groups * num_warps // SIMDS_PER_CU)) if groups else 0
+    computed = min(bounds.values())
+    shown = computed if compiler is None else min(compiler, bounds.get("lds", compiler))
+    limited_by = [name for name in ("vgprs", "lds", "waves") if bounds.get(name) == shown]
+    return {"waves_per_simd": shown, "computed": computed, "compiler": compiler, "limited_by": limited_by,
+            "bounds": bounds, "max_waves": limits.max_waves, "vgpr_file": limits.vgprs, "vgpr_unit": limits.vgpr_unit,
+            "lds_per_cu": limits.lds_per_cu, "lds_bytes": lds_bytes, "vgprs": vgprs, "num_warps": num_warps}
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+def limiter(resources: dict | None) -> dict[str, Any] | None:
+    """What limits this compilation's occupancy, for every page and sentence that says so:
+    {"by": ["shared"], "names": "shared memory", "why": "shared memory (132,096 B/block of 233,472 B/SM)",
+    "result": "1 block/SM (8 warps)"}. None when the resources do not tell."""
+    if not resources:
+        return None
+    detail = resources.get("occupancy_detail")
+    if detail and "blocks_per_sm" in detail:
+        blocks, by = detail["blocks_per_sm"], detail["limited_by"]
+        reasons = []
+        for name in by:
+            if name == "registers":
+                reasons.append(f"registers ({resources.get('registers')}/thread → {detail['registers_per_warp']:,} a warp "
+                               f"of {REGISTERS_PER_SM // SUB_PARTITIONS:,} per SM sub-partition)")
+            elif name == "shared":
+                reasons.append(f"shared memory ({detail['shared_bytes']:,} B/block + {RESERVED_SHARED:,} B the driver "
+                               f"reserves, of {detail['shared_per_sm']:,} B/SM)")
+            elif name == "warps":
+                reasons.append(f"warps per SM ({detail['num_warps']} a block, of {detail['max_warps']})")
+            else:
+                reasons.append(f"blocks per SM (at most {detail['max_blocks']})")
+        return {"by": by, "names": " and ".join(LIMIT_NAMES[name] for name in by), "why": " and ".join(reasons),
+                "result": f"{_plural(blocks, 'block')}/SM ({_plural(detail['warps_per_sm'], 'warp')})",
+                "unit": "warps per SM"}
+    if detail and "waves_per_simd" in detail:
+        by, waves = detail["limited_by"], detail["waves_per_simd"]
+        reasons = []
+        for name in by:
+            if name == "vgprs":
+                reasons.append(f"VGPRs ({detail['vgprs']} a lane, allocated in {detail['vgpr_unit']}s, "
+                               f"of {detail['vgpr_file']})")
+            elif name == "lds":
+                reasons.append(f"LDS ({detail['lds_bytes']:,} B/workgroup of {detail['lds_per_cu']:,} B/CU, "
+                               f"{detail['num_warps']} waves a workgroup over {SIMDS_PER_CU} SIMDs)")
+            else:
+                reasons.append(f"waves per SIMD (at most {detail['max_waves']})")
+        result = f"{_plural(waves, 'wave')}/SIMD"
+        if not by:
+            return {"by": [], "names": "the compiler's count", "result": result, "unit": "waves per SIMD",
+                    "why": f"the compiler's count (VGPRs and LDS would allow {detail['computed']})"}
+        return {"by": by, "names": " and ".join(LIMIT_NAMES[name] for name in by), "why": " and ".join(reasons),
+                "result": result, "unit": "waves per SIMD"}
+    if resources.get("occupancy") is not None:
+        unit = resources.get("occupancy_unit") or ""
+        return {"by": [], "names": "not known", "why": "not known for this target",
+                "result": f"{resources['occupancy']} {unit}".strip(), "unit": unit}
+    return None
 
 
 def _amdgcn_on_demand(session: Session, compilation: Compilation) -> dict | None:
@@ -106,14 +217,23 @@ def compilation_resources(compilation: Compilation, session: Session | None = No
     if stored.get("source") == "amdgcn":
         vgpr_spills, sgpr_spills = stored.get("vgpr_spills") or 0, stored.get("sgpr_spills") or 0
         local = stored.get("scratch_bytes") or 0
-        return {
+        amd: dict[str, Any] = {
             "source": "amdgcn", "registers": stored.get("vgprs"), "vgprs": stored.get("vgprs"),
             "sgprs": stored.get("sgprs"), "agprs": stored.get("agprs"), "vgpr_spills": vgpr_spills,
             "sgpr_spills": sgpr_spills, "local_bytes": local,
             "shared_bytes": max(dynamic, stored.get("lds_static") or 0),
-            "occupancy": stored.get("occupancy"), "occupancy_unit": "waves per SIMD (the compiler's)",
+            "occupancy": stored.get("occupancy"), "occupancy_unit": "waves per SIMD",
             "spills": bool(vgpr_spills or sgpr_spills or local),
         }
+        warps = compilation.num_warps or metadata.get("num_warps")
+        detail = amd_occupancy((compilation.target or "").partition(":")[2] or None, stored.get("vgprs"),
+                               amd["shared_bytes"], warps if isinstance(warps, int) else None, stored.get("occupancy"))
+        if detail is not None:
+            amd["occupancy_detail"] = detail
+            amd["compiler_occupancy"] = stored.get("occupancy")
+            amd["occupancy"] = detail["waves_per_simd"]
+        amd["limiter"] = limiter(amd)
+        return amd
     # On sm80 and later the kernel's .nv.shared section (cuobjdump's SHARED) holds the driver's reserved
     # 1 KB: ncu reports that 1 KB as "Driver Shared Memory Per Block" and 0 static for such a kernel. So
     # the static shared is what is beyond it, and the occupancy adds the reserved KB once.
@@ -139,23 +259,21 @@ def compilation_resources(compilation: Compilation, session: Session | None = No
         if detail is not None:
             out["occupancy"] = detail["warps_per_sm"]
             out["occupancy_detail"] = detail
+    out["limiter"] = limiter(out)
     return out
 
 
 def resources_line(resources: dict | None) -> str:
-    """One line for a table cell: "205 regs · 0 B local · 1 block/SM (8 warps)"."""
+    """One line for a table cell: "205 regs · 0 B local · 1 block/SM (8 warps), limited by registers"."""
     if not resources:
         return ""
     parts = []
     if resources.get("registers") is not None:
         parts.append(f"{resources['registers']} regs")
     parts.append(f"{resources.get('local_bytes') or 0} B local")
-    detail = resources.get("occupancy_detail")
-    if detail:
-        blocks = detail["blocks_per_sm"]
-        parts.append(f"{blocks} block{'s' if blocks != 1 else ''}/SM ({detail['warps_per_sm']} warps)")
-    elif resources.get("occupancy") is not None:
-        parts.append(f"occupancy {resources['occupancy']}")
+    found = resources.get("limiter") or limiter(resources)
+    if found:
+        parts.append(f"{found['result']}, limited by {found['names']}" if found["by"] else found["result"])
     return " · ".join(parts)
 
 

@@ -145,7 +145,7 @@ def _swizzle(src: LinearLayout, dst: LinearLayout, bits: int, target: str) -> tu
         if cross_cta:  # Triton 3.9's AMD lowering fails on these (no compiled fixture to size them by)
             return None, None, None
         size, read, write = ldst_scratch_bytes(src, dst, bits), None, None
-    elif backend != "cuda" or not arch.isdigit():
+    elif backend != "cuda" or not (arch.isascii() and arch.isdigit() and len(arch) <= 4):
         return None, None, None
     else:
         found = tiled_swizzle(src, dst, bits, ldmatrix=int(arch) >= 75 and not cross_cta,

@@ -38,7 +38,7 @@ def _lead_index(shape: list[int], lead: str) -> list[int]:
     parts = [p for p in lead.split(",") if p.strip()] if lead else []
     if not parts:
         return [0] * want
-    if len(parts) != want or not all(p.strip().isdigit() for p in parts):
+    if len(parts) != want or not all(p.strip().isascii() and p.strip().isdigit() and len(p.strip()) <= 9 for p in parts):
         raise LayoutError(f"lead must be {want} comma-separated indices")
     idx = [int(p) for p in parts]
     if any(i >= s for i, s in zip(idx, shape)):

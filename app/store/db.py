@@ -18,6 +18,7 @@ from sqlalchemy import create_engine, event, inspect, make_url, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.store import json_values
 from app.store.models import Base, add_postgresql_options
 
 if TYPE_CHECKING:
@@ -77,7 +78,8 @@ def make_engine(url: str, write_wait_seconds: float = 60) -> Engine:
         if not in_memory:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(
-            url, connect_args={"check_same_thread": False, "timeout": write_wait_seconds}, **({} if in_memory else POOL_OPTIONS)
+            url, connect_args={"check_same_thread": False, "timeout": write_wait_seconds}, json_serializer=json_values.dumps,
+            **({} if in_memory else POOL_OPTIONS)
         )
 
         @event.listens_for(engine, "connect")
@@ -97,7 +99,7 @@ def make_engine(url: str, write_wait_seconds: float = 60) -> Engine:
         if make_url(database_url(url)).get_backend_name() == "postgresql":
             add_postgresql_options()
         try:
-            engine = create_engine(database_url(url), pool_pre_ping=True, **POOL_OPTIONS)
+            engine = create_engine(database_url(url), pool_pre_ping=True, json_serializer=json_values.dumps, **POOL_OPTIONS)
         except ModuleNotFoundError as error:  # SQLAlchemy imports the driver here
             raise DriverMissing(_missing_driver(url, error.name or "?")) from None
     return engine

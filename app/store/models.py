@@ -13,6 +13,7 @@ import zlib
 from datetime import UTC, datetime
 
 from sqlalchemy import (
+    DDL,
     JSON,
     Boolean,
     DateTime,
@@ -25,6 +26,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     case,
+    event,
     false,
     func,
     select,
@@ -32,6 +34,8 @@ from sqlalchemy import (
     type_coerce,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, column_property, mapped_column, relationship
+
+from app.store import json_values
 
 
 def utcnow() -> datetime:
@@ -64,7 +68,7 @@ class ZippedJSON(TypeDecorator):
     cache_ok = True
 
     def process_bind_param(self, value, dialect):
-        return None if value is None else zlib.compress(json.dumps(value, separators=(",", ":")).encode(), 9)
+        return None if value is None else zlib.compress(json_values.dumps(value, separators=(",", ":")).encode(), 9)
 
     def process_result_value(self, value, dialect):
         return None if value is None else json.loads(zlib.decompress(value))
@@ -209,6 +213,12 @@ class Run(Base):
     stats: Mapped[dict] = mapped_column(JSON, default=dict)
     # Autotuning tables and sessions the run's logs printed (parsers/autotuning/autotune.py); None: none seen.
     autotune: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    # {"triton": "3.7.1", "commit": "abc123", ...}: what the run was made with (app/store/labels.py);
+    # kernel history orders and filters runs by them. None: a run stored before labels existed.
+    labels: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    # The version of the kernel history points written for this run (app/insight/kernel_points.py
+    # VERSION); None: not yet (they are written after ingest, in the background or when first read).
+    points_version: Mapped[int | None] = mapped_column(Integer, nullable=True, index=True)
     compilations: Mapped[list[Compilation]] = relationship(
         back_populates="run", order_by="Compilation.ordinal", cascade="all, delete-orphan"
     )
@@ -516,3 +526,48 @@ class ProfileKernel(Base):
     joined_by: Mapped[str | None] = mapped_column(String(32))  # "hash" | "launch" | "name"
     totals: Mapped[dict] = mapped_column(JSON, default=dict)
     data: Mapped[dict] = mapped_column(ZippedJSON)
+
+
+class HistoryGeneration(Base):
+    """One row (id 1) whose `value` goes up with every change to what kernel history lists: a run's
+    points written or deleted, a run listed or unlisted (app/store/generation.py). Every worker
+    process keeps the list of kernels (a scan of all points) for as long as the value stands."""
+
+    __tablename__ = "history_generation"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    value: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class KernelPoint(Base):
+    """One compilation as a point of its kernel's history (app/insight/kernel_points.py): the numbers
+    the history pages and `irlens check` read, summed up once at ingest so that a kernel's history
+    over thousands of runs is one indexed read. A series is a kernel name, a target and a config
+    (`series`: its canonical JSON, `config`: the same as a dict). Deleted with its run or compilation."""
+
+    __tablename__ = "kernel_points"
+    compilation_pk: Mapped[int] = mapped_column(ForeignKey("compilations.pk", ondelete="CASCADE"), primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))  # the run's: points sort by it
+    kernel: Mapped[str] = mapped_column(String(500))
+    target: Mapped[str | None] = mapped_column(String(100))
+    series: Mapped[str] = mapped_column(String(1000))
+    config: Mapped[dict] = mapped_column(JSON, default=dict)
+    triton_version: Mapped[str | None] = mapped_column(String(50))
+    status: Mapped[str] = mapped_column(String(16), default="ok")
+    registers: Mapped[int | None] = mapped_column(Integer)
+    spill_bytes: Mapped[int | None] = mapped_column(Integer)
+    shared_bytes: Mapped[int | None] = mapped_column(Integer)
+    occupancy: Mapped[float | None] = mapped_column(Float)
+    time_ns: Mapped[float | None] = mapped_column(Float)
+    autotune_ms: Mapped[float | None] = mapped_column(Float)
+    picked: Mapped[bool | None] = mapped_column(Boolean)
+    passes_changed: Mapped[int | None] = mapped_column(Integer)
+    ir_lines: Mapped[dict] = mapped_column(JSON, default=dict)
+    ops: Mapped[dict] = mapped_column(JSON, default=dict)
+    # A kernel's history reads its points newest first; the list of kernels groups by name.
+    __table_args__ = (Index("ix_kernel_points_kernel_created", "kernel", "created_at", "run_id"),)
+
+
+# The one generation row exists from the start (a schema made from these models, or migration 0019_i34).
+event.listen(HistoryGeneration.__table__, "after_create",
+             DDL("INSERT INTO history_generation (id, value) VALUES (1, 0)"))

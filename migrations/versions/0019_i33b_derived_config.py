@@ -4,7 +4,7 @@ once by the background preparation so a run page matches autotune configs withou
 Runs ingested before get it on the server's next preparation round; until then pages read the IR.
 
 Revision ID: 0019_i33b
-Revises: 0018
+Revises: 0019_i34
 Create Date: 2026-11-28
 """
 
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0019_i33b"
-down_revision = "0018"
+down_revision = "0019_i34"
 branch_labels = None
 depends_on = None
 

@@ -3,5 +3,5 @@ Triton's `TRITON_PRINT_AUTOTUNING`, inductor's AUTOTUNE tables), or kept in file
 (`autotune_files.py`: Helion's autotune_log CSV, Triton's `<kernel>.autotune.json`), read into the
 same entries.
 
-May import `parsers/records.py` and `parsers/literal_scan.py`; no other room, never `app/`.
+May import `parsers/records.py`, `parsers/literal_scan.py` and `parsers/json_numbers.py`; no other room, never `app/`.
 """

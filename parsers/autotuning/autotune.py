@@ -53,7 +53,7 @@ def may_hold(line: str) -> bool:
 
 def _value(text: str) -> Any:
     text = text.strip().strip("'\"")
-    if text.lstrip("-").isdigit():
+    if text.lstrip("-").isascii() and text.lstrip("-").isdigit() and len(text) <= 18:
         return int(text)
     if text in ("None", "True", "False"):
         return {"None": None, "True": True, "False": False}[text]

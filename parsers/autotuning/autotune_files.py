@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import ast
 import csv
-import json
 import math
 import posixpath
 from collections.abc import Iterable
 from typing import Any
+
+from parsers import json_numbers
 
 HELION_COLUMNS = {"generation", "status", "perf_ms", "compile_time_s", "config"}
 _HELION_OK = {"ok", "deduplicated"}  # benchmark_provider's successful statuses
@@ -165,11 +166,13 @@ def read_helion_meta(lines: Iterable[str]) -> tuple[dict[str, dict[str, Any]], l
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record, dropped = json_numbers.loads(line)
+            if dropped:
+                problems.append(f"line {number}: {json_numbers.dropped_note(dropped)}")
             found[str(record["run_id"])] = {
                 "kernel": record.get("kernel_name") or None, "shapes": record.get("input_shapes") or None,
                 "dtypes": record.get("dtypes") or None, "hardware": record.get("hardware") or None}
-        except (ValueError, KeyError, TypeError) as error:
+        except (ValueError, KeyError, TypeError, RecursionError) as error:
             problems.append(f"line {number}: not a Helion metadata record ({type(error).__name__})")
     return found, problems
 
@@ -194,7 +197,7 @@ def _triton_config(raw: dict[str, Any]) -> dict[str, Any]:
 def read_triton_autotune(path: str, text: str) -> dict[str, Any]:
     """One ``<kernel>.autotune.json``: an entry whose choices carry Triton's measured times. Raises
     ValueError or TypeError when it is not that layout."""
-    data = json.loads(text)
+    data, _ = json_numbers.loads(text)  # a NaN or 1e400 time: None, and that config failed, as Triton's inf
     if not isinstance(data, dict) or not isinstance(data.get("configs_timings"), list):
         raise TypeError("no configs_timings list")
     key = data.get("key")
@@ -202,9 +205,9 @@ def read_triton_autotune(path: str, text: str) -> dict[str, Any]:
     picked: tuple[list, str] | None = None
     for number, item in enumerate(data["configs_timings"], start=1):
         raw, timings = item
-        measured = [float(t) for t in timings] if isinstance(timings, list) else [float(timings)]
+        measured = [math.inf if t is None else float(t) for t in (timings if isinstance(timings, list) else [timings])]
         name = f"config {number}"
-        finite = bool(measured) and math.isfinite(measured[0])
+        finite = bool(measured) and all(math.isfinite(t) for t in measured)  # a failed config times [inf, inf, inf]
         choices.append({"name": name, "time_ms": measured[0] if finite else None, "percent": None,
                         "config": _triton_config(raw), "status": "ok" if finite else "failed",
                         "error": None if finite else "no time measured (inf): it failed to compile or run",

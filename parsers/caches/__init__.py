@@ -3,5 +3,5 @@
 (`cubin.py`), SASS instruction lines and their groups (`sass.py`), an `.amdgcn` file's resources
 (`amdgcn_resources.py`).
 
-May import `parsers/records.py` and `parsers/literal_scan.py`; no other room, never `app/`.
+May import `parsers/records.py`, `parsers/literal_scan.py` and `parsers/json_numbers.py`; no other room, never `app/`.
 """

@@ -7,14 +7,31 @@ A kernel folder holds `{name}.ttir/.ttgir/.llir/.ptx/...`, binaries, `{name}.jso
 from __future__ import annotations
 
 import json
-import math
 import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
+from parsers import json_numbers
+
 TEXT_STAGES = (".source", ".ttir", ".glir", ".ttgir", ".llir", ".ptx", ".amdgcn", ".sass")
 BINARIES = (".cubin", ".hsaco")
 STAGE_ORDER = ("source", "ttir", "glir", "ttgir", "llir", "ptx", "amdgcn", "sass", "json")
+
+
+# The stages Triton writes after its first IR (`.source`); TRITON_STORE_BINARY_ONLY=1 keeps none of them.
+_LATER_STAGES = frozenset(("ttir", "glir", "ttgir", "llir", "ptx", "amdgcn"))
+BINARY_ONLY_WHY = (
+    "metadata and a binary (and the first IR, .source), no TTIR, TTGIR, "
+    "LLVM IR or PTX. Triton stores only these under TRITON_STORE_BINARY_ONLY=1, which Helion's autotuner sets "
+    "while it benchmarks configs (their entries stay in the cache with HELION_KEEP_CACHE=1); run with "
+    "TRITON_STORE_BINARY_ONLY=0 to keep every stage (`irlens capture` does)")
+BINARY_ONLY_NOTE = "a binary-only cache entry: " + BINARY_ONLY_WHY
+
+
+def is_binary_only(kinds: set[str]) -> bool:
+    """Whether a cache entry's file kinds are those TRITON_STORE_BINARY_ONLY=1 leaves: metadata and a
+    binary, none of the stages after the first IR."""
+    return "json" in kinds and bool(kinds & {"cubin", "hsaco"}) and not kinds & _LATER_STAGES
 
 
 def stage_of(path: str) -> str | None:
@@ -53,7 +70,8 @@ class KernelMetadata:
 
 
 def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """An integer an Integer column holds (32 bits in PostgreSQL); None otherwise (said as ignored)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and -(2**31) <= value < 2**31 else None
 
 
 _INT_FIELDS = ("num_warps", "num_stages", "num_ctas", "shared")
@@ -72,20 +90,8 @@ def read_metadata(data: bytes) -> tuple[KernelMetadata | None, list[str]]:
     """The metadata, and what is wrong with the file (for the user): not JSON, cut short, not an
     object, fields of the wrong type (ignored), numbers JSON has no room for (NaN, 1e999: kept as null,
     since PostgreSQL refuses them in a json column). Never raises."""
-    dropped: list[str] = []  # NaN, Infinity, 1e999: numbers JSON has no room for
-
-    def constant(name: str) -> None:
-        dropped.append(name)
-
-    def number(text: str) -> float | None:
-        value = float(text)
-        if math.isfinite(value):
-            return value
-        dropped.append(text)
-        return None
-
     try:
-        raw = json.loads(data, parse_constant=constant, parse_float=number)
+        raw, dropped = json_numbers.loads(data)  # NaN, Infinity, 1e999, 10**30: as null, listed
     except RecursionError:
         return None, ["kernel metadata JSON nested too deeply to read: its fields are not shown"]
     except UnicodeDecodeError as error:
@@ -98,10 +104,12 @@ def read_metadata(data: bytes) -> tuple[KernelMetadata | None, list[str]]:
         return None, [f"kernel metadata JSON is {what} ({error}): its fields are not shown"]
     if not isinstance(raw, dict):
         return None, [f"kernel metadata JSON is a {type(raw).__name__}, not an object: its fields are not shown"]
-    if not ({"hash", "target", "name"} & raw.keys()):
-        return None, ["a .json file that is not Triton kernel metadata (no hash, target or name)"]
+    # Every Triton writes a hash or a target, or (2.x) a name with the launch options; a stray config
+    # file beside a cache ({"name": ...}) is no kernel's metadata and must not become a compilation.
+    if not ({"hash", "target"} & raw.keys() or "name" in raw and {"num_warps", "num_stages", "shared"} & raw.keys()):
+        return None, ["a .json file that is not Triton kernel metadata (no hash, target, or name with num_warps)"]
     problems = [
-        f"metadata holds {', '.join(sorted(set(dropped)))}, which JSON does not allow: kept as null"
+        f"metadata holds {', '.join(sorted(set(dropped)))}, which JSON or a 64-bit column cannot hold: kept as null"
     ] if dropped else []
     problems += [
         f"metadata field {name!r} is {type(raw[name]).__name__} {_short(raw[name])}, not {kind}: ignored"

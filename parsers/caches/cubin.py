@@ -134,5 +134,5 @@ def parse_res_usage(text: str) -> dict[str, dict[str, int]]:
             current = line[len("Function "):-1]
         elif current is not None and line.startswith("REG:"):
             out[current] = {key: int(value) for key, value in (item.split(":", 1) for item in line.split())
-                            if value.isdigit()}
+                            if value.isascii() and value.isdigit()}
     return out

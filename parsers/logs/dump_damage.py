@@ -52,6 +52,7 @@ COUNTED = bytes(c for c in PRINTABLE if c not in b"{}" + _PIECE_LETTERS)
 # The module is in custom form ("module attributes {") or, when a failed pass left IR that does not
 # verify, in generic form ('"builtin.module"() ({', Triton 3.8's "IR Dump After X Failed").
 _MODULE_OR_LOC = re.compile(rb'\n(?:((?:"builtin\.)?m)odule|#loc(\d*) = )')
+_TYPE_ALIAS = re.compile(rb"![A-Za-z_][\w.$-]* = ")  # MLIR's type alias (!s32i = !cir.int<s, 32>), not LLVM's !0
 _METADATA_DEF = re.compile(rb"\n!(\d+) = ")  # LLVM numbers its metadata !0, !1, ... likewise
 
 
@@ -110,8 +111,8 @@ def body_damage(body: bytes, kind: str, counted: bytes | None = None, empty_ok: 
         return None
     if scopes.is_mlir_op_body(body):  # a pass's op printed alone (no module scope): IREE, mlir-opt
         return scopes.mlir_op_damage(body) or _loc_damage(body, text)
-    if not body.startswith((b"#", b"module", b'"builtin.module"')):
-        return BAD_START  # an MLIR module dump opens with its aliases or the module itself
+    if not body.startswith((b"#", b"module", b'"builtin.module"')) and not _TYPE_ALIAS.match(body):
+        return BAD_START  # an MLIR module dump opens with its aliases (#attr, !type) or the module itself
     found = _MODULE_OR_LOC.findall(text)  # one pass for both: (b"m", b"") or (b"", alias number)
     modules = sum(1 for module, _ in found if module)
     if modules != 1:

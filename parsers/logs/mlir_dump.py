@@ -27,7 +27,7 @@ _PASS_HEADER = re.compile(
 _PLAIN_HEADER = re.compile(r"^// -----// IR Dump (Before|After) (.*?) //----- //\s*$")
 _INTERNAL_HEADER = re.compile(r"^// -----// (\S+) internal IR Dump (Before|After):? ?(.*?)\s*$")
 # A banner's trailer with text after it on the same line: the first " //----- //" ends the banner.
-_GLUED_BODY = re.compile(rb"^// -----// IR Dump (?:Before|After) .*? //----- //(?=[^\s])")
+_GLUED_BODY = re.compile(rb"^// -----// IR Dump (?:Before|After) .*? //----- //[ \t]*(?=[^\s])")  # "//----- // !s32i = ..." too
 _OLD_DESC = re.compile(r"^(.*?) \(([^()]*)\)$")  # "Inliner (inline)"
 _NEW_DESC = re.compile(r"^(.*?): ([\w.\-]+)(\{.*\})?\s*$")  # "InlinerPass: inline{...}"
 # MLIR names a pass without an argument "unknown<its C++ type name>"; the type name may carry

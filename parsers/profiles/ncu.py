@@ -25,6 +25,7 @@ import csv
 import io
 import re
 
+from parsers import json_numbers
 from parsers.profiles.profile_records import (
     Kernel,
     Profile,
@@ -56,12 +57,27 @@ def is_raw_csv(path: str, head: bytes) -> bool:
     return path.endswith(".csv") and start.startswith(b'"ID","Process ID","Process Name"') and b'"Section Name"' not in start[:600]
 
 
-def _number(cell: str) -> float | None:
+def _rows(text: str):
+    """The CSV's rows; a file the csv module cannot split (a NUL, a stray CR) is refused as a whole."""
+    try:
+        yield from csv.reader(io.StringIO(text, newline=""))
+    except csv.Error as error:
+        raise ProfileError(f"not a CSV export ({error})") from None
+
+
+def _number(cell: str, dropped: list[str] | None = None) -> float | None:
+    """The cell's number; None for text, and for 1e400 or beyond 64 bits (listed in `dropped`)."""
     cell = cell.strip()
     if not _NUMBER.match(cell):
         return None
     value = float(cell.replace(",", ""))
-    return int(value) if value.is_integer() else value
+    if value.is_integer() and abs(value) <= json_numbers.INT_LIMIT:
+        return int(value)
+    if not json_numbers.usable(value):
+        if dropped is not None:
+            dropped.append(cell[:24])
+        return None
+    return value
 
 
 class _KernelBuilder:
@@ -90,10 +106,10 @@ class _KernelBuilder:
         return kernel
 
 
-def _metrics(header: list[str], row: list[str], start: int) -> dict[str, float]:
+def _metrics(header: list[str], row: list[str], start: int, dropped: list[str]) -> dict[str, float]:
     metrics: dict[str, float] = {}
     for name, cell in zip(header[start:], row[start:], strict=False):
-        value = _number(cell)
+        value = _number(cell, dropped)
         if value is not None:
             metrics[name] = value
     return metrics
@@ -108,7 +124,8 @@ def parse_source_csv(data: bytes) -> Profile:
     file: str | None = None
     function: str | None = None
     line: int | None = None
-    for row in csv.reader(io.StringIO(text)):
+    dropped: list[str] = []
+    for row in _rows(text):
         if not row:
             continue
         first = row[0]
@@ -129,10 +146,10 @@ def parse_source_csv(data: bytes) -> Profile:
         elif header is not None and current is not None:
             if header[0] == "Address":
                 if row[0] not in ("...", "-", ""):
-                    current.add(row[0], row[1], None, None, _metrics(header, row, 2))
+                    current.add(row[0], row[1], None, None, _metrics(header, row, 2, dropped))
                 continue
             if first:
-                line = int(first) if first.isdigit() else None
+                line = int(first) if first.isascii() and first.isdigit() and len(first) < 10 else None
                 continue
             address = row[2] if len(row) > 2 else ""
             if address in ("...", "-", ""):
@@ -141,12 +158,14 @@ def parse_source_csv(data: bytes) -> Profile:
                 current = _KernelBuilder(current.kernel.name)
                 builders.append(current)
                 current.files.add(file or "")
-            current.add(address, row[3], file, line, _metrics(header, row, 4))
+            current.add(address, row[3], file, line, _metrics(header, row, 4, dropped))
     if not builders:
         raise ProfileError("no kernel in this Nsight Compute export")
     kernels = [builder.finish() for builder in builders]
     names = sorted({name for kernel in kernels for row in kernel.sass for name in row.metrics})
-    return Profile(tool="ncu", mode="source", kernels=kernels, metrics=[metric_info(name) for name in names])
+    note = json_numbers.dropped_note(dropped)
+    return Profile(tool="ncu", mode="source", kernels=kernels, metrics=[metric_info(name) for name in names],
+                   notes=[note] if note else [])
 
 
 _RAW_FIELDS = {
@@ -163,13 +182,13 @@ _BYTE_UNITS = {"byte": 1, "Kbyte": 1000, "Mbyte": 1e6, "KB": 1000, "MB": 1e6}
 def parse_raw_csv(data: bytes) -> list[dict]:
     """One dict per kernel of a `--page raw --csv` export: id, name, and the launch facts read
     (block_size, registers, shared_dynamic in bytes, time_ns)."""
-    rows = list(csv.reader(io.StringIO(data.decode("utf-8-sig", "replace"))))
+    rows = list(_rows(data.decode("utf-8-sig", "replace")))
     if len(rows) < 2 or rows[0][:1] != ["ID"]:
         raise ProfileError("not an ncu raw-page export")
     header, units = rows[0], rows[1]
     out = []
     for row in rows[2:]:
-        if not row or not row[0].isdigit():
+        if not row or not (row[0].isascii() and row[0].isdigit()) or len(row[0]) > 18:
             continue
         facts: dict = {"id": int(row[0]), "name": row[header.index("Kernel Name")] if "Kernel Name" in header else ""}
         for column, key in _RAW_FIELDS.items():

@@ -9,10 +9,14 @@ to the profile's own total.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["Kernel", "Profile", "ProfileError", "SassRow", "add_into", "cache_hash", "line_kind", "metric_info"]
+from parsers.json_numbers import usable
+
+__all__ = ["Kernel", "Profile", "ProfileError", "SassRow", "add_into", "cache_hash", "display_twins",
+           "leave_out_unusable", "line_kind", "metric_info"]
 
 # A Triton cache folder: 52 base32 characters, or 64 hex digits in older Triton.
 _CACHE_HASH = re.compile(r"/([A-Z2-7]{52}|[0-9a-f]{64})/[^/]+$")
@@ -103,6 +107,33 @@ class Profile:
     notes: list[str] = field(default_factory=list)
 
 
+COUNT_LIMIT = 2**31 - 1  # profile_kernels.count is a 32-bit integer column
+
+
+def _usable_only(amounts: dict, dropped: list[str]) -> None:
+    for name in [name for name, value in amounts.items() if not usable(value)]:
+        dropped.append(f"{name}={amounts.pop(name)!r}")
+
+
+def leave_out_unusable(profile: Profile) -> None:
+    """Every number a parser kept is one JSON and the columns hold: a NaN, an infinity (a sum that
+    overflowed) or a count beyond 32 bits is left out, and a note says so, once per profile."""
+    dropped: list[str] = []
+    for kernel in profile.kernels:
+        for amounts in (kernel.totals, kernel.unattributed, kernel.launch, *kernel.lines.values(),
+                        *kernel.regions.values(), *(row.metrics for row in kernel.sass)):
+            _usable_only(amounts, dropped)
+        if kernel.count is not None and not (usable(kernel.count) and 0 <= kernel.count <= COUNT_LIMIT):
+            dropped.append(f"count={kernel.count!r}")
+            kernel.count = None
+        if kernel.time_ns is not None and not (usable(kernel.time_ns) and math.isfinite(float(kernel.time_ns))):
+            dropped.append(f"time={kernel.time_ns!r}")
+            kernel.time_ns = None
+    if dropped:
+        shown = ", ".join(sorted(set(dropped))[:4]) + ("…" if len(set(dropped)) > 4 else "")
+        profile.notes.append(f"{len(dropped)} value{'s' if len(dropped) != 1 else ''} no column holds ({shown}) left out")
+
+
 _STALL_REASONS = {
     "barrier": "waiting at a CTA barrier (bar.sync)",
     "branch_resolving": "waiting for a branch target to be computed",
@@ -154,6 +185,42 @@ _KNOWN = {
     "smsp__pcsamp_sample_count": ("samples", "ncu: warp state samples at this instruction (Warp Stall Sampling, all samples)"),
     "inst_executed": ("warp instructions", "ncu: times a warp executed this instruction"),
 }
+
+
+# An ncu report names its per-instruction metrics by their raw names; the source page exported as
+# CSV shows the same counters under display names. A run holding both (report.ncu-rep beside its
+# CSV export) would offer each metric twice: the display name is the one shown.
+_NCU_DISPLAY = {
+    "smsp__pcsamp_sample_count": "Warp Stall Sampling (All Samples)",
+    "inst_executed": "Instructions Executed",
+    "thread_inst_executed": "Thread Instructions Executed",
+    "thread_inst_executed_true": "Predicated-On Thread Instructions Executed",
+}
+_NCU_STALLS = {
+    "barrier": "barrier", "branch_resolving": "branch_resolving", "dispatch_stall": "dispatch", "drain": "drain",
+    "imc_miss": "imc", "lg_throttle": "lg", "long_scoreboard": "long_sb", "math_pipe_throttle": "math",
+    "membar": "membar", "mio_throttle": "mio", "misc": "misc", "no_instructions": "no_inst",
+    "not_selected": "not_selected", "selected": "selected", "short_scoreboard": "short_sb", "sleeping": "sleep",
+    "tex_throttle": "tex", "wait": "wait",
+}
+
+
+def display_twins(name: str) -> tuple[str, ...]:
+    """The names the same ncu counter has on the source page (display names), for a raw report name;
+    () for any other name."""
+    if name in _NCU_DISPLAY:
+        return (_NCU_DISPLAY[name],)
+    prefix = "smsp__pcsamp_warps_issue_stalled_"
+    if name.startswith(prefix):
+        reason = name[len(prefix):]
+        issued = reason.endswith("_not_issued")
+        short = _NCU_STALLS.get(reason.removesuffix("_not_issued"))
+        if short is None:
+            return ()
+        # ncu itself writes "stall_sleep" but "stall_sleeping (Not Issued)"
+        return (f"stall_{short} (Not Issued)", "stall_sleeping (Not Issued)") if issued and short == "sleep" else \
+            ((f"stall_{short} (Not Issued)",) if issued else (f"stall_{short}",))
+    return ()
 
 
 def metric_info(name: str) -> dict[str, str]:

@@ -29,10 +29,10 @@ line holds (its `unattributed` part) always add up to its total. Labels that are
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
+from parsers import json_numbers
 from parsers.profiles.profile_records import Kernel, Profile, ProfileError, add_into, line_kind, metric_info
 
 __all__ = ["is_hatchet", "parse_hatchet"]
@@ -63,6 +63,8 @@ def _metrics(raw: object) -> tuple[dict[str, float], dict[str, str]]:
         return amounts, labels
     for key, value in raw.items():
         name = _OLD_NAMES.get(key, key)
+        if value is None:  # a number json_numbers refused (NaN, 1e400): left out, as the file's warning says
+            continue
         if name in _LABELS or isinstance(value, bool) or not isinstance(value, (int, float)):
             labels[name] = str(value)
         else:
@@ -151,9 +153,11 @@ def _mode(kernels: list[Kernel], names: set[str]) -> str:
 def parse_hatchet(data: bytes) -> Profile:
     """One Proton profile from the whole file's bytes (the caller caps their size)."""
     try:
-        document = json.loads(data)
+        document, dropped = json_numbers.loads(data)
     except (ValueError, UnicodeDecodeError) as error:
         raise ProfileError(f"not valid JSON ({error})") from None
+    except RecursionError:
+        raise ProfileError("JSON nested too deeply to read") from None
     devices: object = {}
     if isinstance(document, list):
         if not document:
@@ -184,4 +188,5 @@ def parse_hatchet(data: bytes) -> Profile:
         kernels=list(merged.values()),
         metrics=[metric_info(name) for name in sorted(names)],
         devices=devices if isinstance(devices, dict) else {},
+        notes=[note] if (note := json_numbers.dropped_note(dropped)) else [],
     )

@@ -232,7 +232,37 @@ def no_movement():
                                             [(4, 0), (8, 0)]), [16, 64], "i8", "hip:gfx942")]
 
 
-CASES = [lane_orders, amd_slices, mfma_blocked, warp_copies, through_shared, element_types, no_movement]
+def mfma4_blocked_random():
+    """gfx950 mfma version 4 <-> blocked on 128x16 (the held-out misses of issue 33: shuffles, not
+    shared memory), both directions, with blocked layouts drawn at random (a fixed seed) from those
+    that tile 128x16 with 4 warps of 64 lanes, and both mfma instruction shapes and orientations."""
+    import random
+
+    rng = random.Random(33)
+    out = []
+    tpws = [[64, 1], [32, 2], [16, 4], [8, 8], [4, 16], [2, 32]]
+    wpcs = [[4, 1], [2, 2], [1, 4]]
+    sources = [mfma(4, warps, instr, transposed) for warps in ([4, 1], [2, 2], [1, 4])
+               for instr in ([32, 32, 16], [16, 16, 32]) for transposed in (True, False)]
+    seen = set()
+    while len(out) < 120:
+        tpw, wpc = rng.choice(tpws), rng.choice(wpcs)
+        spt = [rng.choice([1, 2, 4, 8]), rng.choice([1, 2, 4, 8, 16])]
+        order = rng.choice([[1, 0], [0, 1]])
+        dst = blocked(spt, tpw, wpc, order)
+        src = rng.choice(sources)
+        forward = rng.random() < 0.5
+        key = (src, dst, forward)
+        if key in seen:
+            continue
+        seen.add(key)
+        a, b = (src, dst) if forward else (dst, src)
+        out.append(case("mfma4-blocked 128x16", a, b, [128, 16], rng.choice(["f16", "f32", "bf16"]), "hip:gfx950"))
+    return out
+
+
+CASES = [lane_orders, amd_slices, mfma_blocked, warp_copies, through_shared, element_types, no_movement,
+         mfma4_blocked_random]
 
 
 def all_cases():

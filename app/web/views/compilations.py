@@ -14,6 +14,7 @@ from app.urls import parse_int
 from app.web.auth import identify, visible_runs
 from app.web.responder import SessionDep, UrlsDep, respond, wants_json
 from app.web.views.ir_page import load_compilation
+from app.web.views.replay import failure_reproducer
 from app.web.views.sources import link_diagnostics
 
 router = APIRouter()
@@ -28,6 +29,7 @@ def compilation_page(request: Request, run_id: str, ordinal: str, session: Sessi
     visible = visible_runs(identify(request), request.app.state.settings)  # other runs: those the reader may list
     data["compare_with"] = compare_candidates(session, compilation, urls, visible)
     link_diagnostics(session, compilation.run_id, data["diagnostics"], urls)
+    data["reproduce_failure"] = failure_reproducer(session, compilation, urls)
     link_diagnostics(session, compilation.run_id, data["remarks"], urls)
     if not wants_json(request):
         # the op columns worth showing: groups some snapshot of this compilation uses

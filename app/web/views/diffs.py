@@ -38,6 +38,7 @@ from app.web.errors import error_json
 from app.web.page_cache import cache_response, cached_response
 from app.web.responder import SessionDep, UrlsDep, json_twin_url, page_context, render_block, templates
 from app.web.views import diff_rows as row_rendering
+from app.web.views.replay import reproducer_links
 from app.web.views.diff_rows import (
     VIEWS,
     PageOptions,
@@ -272,7 +273,17 @@ def page_data(
         "url": url,
         "swap_url": urls.diff(b.id, a.id) + options.query(),
         "navigation": _navigation(session, a, b, urls, options),
+        "rerun": _rerun(a, b, urls),
     }
+
+
+def _rerun(a: Side, b: Side, urls: Urls) -> dict[str, Any] | None:
+    """The "Re-run this pass" panel's links, where A is an MLIR pass's dump and B a later one of it."""
+    if a.compilation.pk != b.compilation.pk or a.snapshot.kind != "mlir" or b.snapshot.index <= a.snapshot.index:
+        return None
+    run_id, ordinal, index = a.compilation.run_id, a.compilation.ordinal, a.snapshot.index
+    return {"pass": a.snapshot.pass_name, "index": index, **reproducer_links(urls, run_id, ordinal, index),
+            "url": urls.snapshot_replay(run_id, ordinal, index)}
 
 
 # --------------------------------------------------------------------------- responses

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from app import render
 from app.highlight.hwops import GROUPS
+from app.insight.generated_sources import GeneratedSources, chained_by_source
 from app.insight.line_metrics import line_metric_fields
 from app.layouts.aliases import drawable
 from app.layouts.cvt_costs import convert_costs, summary
@@ -164,7 +165,9 @@ def run_sources(session: Session, run_id: str) -> dict[str, str]:
 def matched_sources(session: Session, run_id: str, rendered: render.Analysis) -> list[dict[str, Any]]:
     """Each file the IR's locations name (most lines first), with the uploaded file it matches."""
     sources = run_sources(session, run_id)
-    matched = []
+    # the user's files reached through generated ones first; their panes number after the IR's files,
+    # whose numbers the IR lines carry (data-py="F:L")
+    matched = _reached_sources(session, sources, rendered)
     for position, loc_file in enumerate(rendered.loc_files):
         path = match_source(loc_file, list(sources)) if sources else None
         matched.append(
@@ -180,6 +183,33 @@ def matched_sources(session: Session, run_id: str, rendered: render.Analysis) ->
             }
         )
     return matched
+
+
+def _reached_sources(session: Session, sources: dict[str, str], rendered: render.Analysis) -> list[dict[str, Any]]:
+    """The user's files that the IR reaches through generated ones (a Helion kernel through the Triton
+    code Helion generated from it), each with its IR lines per line (`mapped`)."""
+    if not sources:
+        return []
+    generated = GeneratedSources(session, sources)
+    chained = chained_by_source(rendered.by_source, generated)
+    if not chained:
+        return []
+    # each user's line -> the IR's own keys (data-py="F:L") of the generated lines it became, for the page's script
+    keys: dict[str, dict[int, list[str]]] = {}
+    for position, loc_file in enumerate(rendered.loc_files):
+        found = generated.of(loc_file)
+        for (file, line), generated_lines in (found.by_line.items() if found else ()):
+            keys.setdefault(file, {}).setdefault(line, []).extend(
+                f"{position}:{number}" for number in generated_lines if (loc_file, number) in rendered.by_source)
+    reached = []
+    for file, mapped in chained.items():
+        path = file if file in sources else None
+        reached.append({"index": len(rendered.loc_files) + len(reached), "file": file, "name": render.basename(file),
+                        "path": path, "blob": sources.get(path) if path else None,
+                        "lines": sum(len(lines) for lines in mapped.values()),
+                        "mapped": {line: len(lines) for line, lines in mapped.items()},
+                        "keys": {line: " ".join(found) for line, found in keys.get(file, {}).items()}})
+    return sorted(reached, key=lambda item: -item["lines"])
 
 
 def ir_fields(
@@ -260,17 +290,19 @@ def ir_page(
         pane["map_url"] = urls.source_map(compilation.run_id, compilation.ordinal)
         if item["blob"] is not None:
             source = render.render_python(item["blob"], text_loader(session, item["blob"]))
-            mapped = {
+            mapped = item.get("mapped") or {
                 line: len(ir) for (file, line), ir in rendered.by_source.items() if file == item["file"]
             }
             first = min(mapped) if mapped else 1
             pane["first_line"] = first
+            keys = item.get("keys") or {}
             rows = [
                 (
                     number,
                     Markup(code),  # escaped by the renderer
                     mapped.get(number, 0),
                     render.line_colour(item["file"], number) if number in mapped else None,
+                    keys.get(number),  # a file reached through generated code: the IR keys of its lines
                 )
                 for number, code in enumerate(source.lines, start=1)
             ]

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Request
 from markupsafe import Markup
 
 from app import render
+from app.insight.generated_sources import GeneratedSources, chained
 from app.insight.hot_line_links import default_pass, same_file
 from app.insight.line_metrics import python_line_metrics
 from app.insight.source_map import pass_indexes
@@ -44,7 +45,10 @@ def source_map(
     snapshots = list(compilation.snapshots)
     files: dict[str, int] = {}
     rows: list[dict[str, Any]] = []
-    indexes = pass_indexes(session, snapshots)
+    sources = run_sources(session, compilation.run_id)
+    # the user's files reached through generated ones (Helion's `# src[file:line]`) count as located too
+    generated = GeneratedSources(session, sources)
+    indexes = [chained(index, generated) for index in pass_indexes(session, snapshots)]
     for snapshot, index in zip(snapshots, indexes, strict=True):
         for loc_file, count in index.files.items():
             files[loc_file] = files.get(loc_file, 0) + count
@@ -67,11 +71,12 @@ def source_map(
             "lines": ir_lines,
         }
         rows.append(row)
+    # `via`: the generated file (as the IR names it) whose `# src[...]` comments lead to this one
     data["files"] = [
-        {"file": name, "lines": count} for name, count in sorted(files.items(), key=lambda kv: -kv[1])
+        {"file": name, "lines": count, "via": generated.reached.get(name)}
+        for name, count in sorted(files.items(), key=lambda kv: -kv[1])
     ]
     data["snapshots"] = rows
-    sources = run_sources(session, compilation.run_id)
     matched = match_source(file, list(sources)) if file else None
     data["source"] = matched
     data["source_line"] = None
@@ -86,6 +91,7 @@ def source_map(
         data["overview"] = _overview(session, snapshots, indexes, data["files"], sources, file, at, urls,
                                      compilation, with_code=not wants_json(request))
         _overview_metrics(data["overview"], data["metrics"])
+        _overview_via(data["overview"], generated, sources, urls, compilation.run_id)
     if file is not None and line is not None:
         data["prev_line_url"] = urls.source_map(run_id, ordinal_number, file, line - 1) if line > 1 else None
         data["next_line_url"] = urls.source_map(run_id, ordinal_number, file, line + 1)
@@ -99,7 +105,8 @@ def _overview(session, snapshots: list[Snapshot], indexes: list, files: list[dic
     """The source of `file` (else the most located file with an uploaded source) with each line's
     count of IR lines in snapshot `at` (else the last TTGIR snapshot with located lines, else the
     one with the most)."""
-    names = [item["file"] for item in files]
+    # the user's own files first: a Helion kernel rather than the Triton code generated from it
+    names = [item["file"] for item in files if item.get("via")] + [item["file"] for item in files if not item.get("via")]
     if file is None:
         file = next((name for name in names if match_source(name, list(sources))), names[0] if names else None)
     if file is None:
@@ -132,6 +139,18 @@ def _overview(session, snapshots: list[Snapshot], indexes: list, files: list[dic
         # the page opens a few lines above the first line with IR (the kernel), the rest folded
         "first": max(1, next((item["line"] for item in source_lines if item["ir_lines"]), 1) - 3),
     }
+
+
+def _overview_via(overview: dict[str, Any] | None, generated: GeneratedSources, sources: dict[str, str],
+                  urls, run_id: str) -> None:
+    """A file reached through generated code (a Helion kernel): which generated file, and its page,
+    which lists each kernel's statements with the lines they came from."""
+    if overview is None:
+        return
+    via = generated.reached.get(overview["file"])
+    path = match_source(via, list(sources)) if via else None
+    overview["via"] = via
+    overview["via_url"] = urls.source(run_id, path) if path else None
 
 
 def _overview_metrics(overview: dict[str, Any] | None, metrics: dict[str, Any] | None) -> None:

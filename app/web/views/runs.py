@@ -21,6 +21,7 @@ from app.insight.comparisons import run_variants
 from app.insight.page_data import input_records, recent_runs, run_summary
 from app.insight.profile_metrics import run_profiles
 from app.store.blobs import ZSTD_CODECS, BlobReader, blob_row
+from app.store.labels import LabelError, parse_labels
 from app.store.models import Blob, Compilation, InputRecord, Run, Snapshot
 from app.urls import Urls
 from app.web.auth import identify, upload_owner, visible_runs
@@ -123,9 +124,13 @@ async def upload(request: Request, session: SessionDep):
             )
         title = str(form.get("title") or "").strip()
         tags = parse_tags(form.getlist("tag") + form.getlist("tags"))
+        try:
+            labels = parse_labels([str(v) for v in form.getlist("label") + form.getlist("labels")])
+        except LabelError as error:
+            return _upload_failed(request, session, str(error), 400)
         listed = str(form.get("listed") or "").lower() in ("1", "true", "on", "yes")
         try:
-            result = await run_in_threadpool(_ingest, request.app, files, title, owner, tags, listed)
+            result = await run_in_threadpool(_ingest, request.app, files, title, owner, tags, listed, labels)
         except IngestError as error:
             # A limit (expanded size, file count, bomb ratio, time) is "too large to process": 413.
             return _upload_failed(request, session, str(error), 413 if error.too_large else 400)
@@ -206,14 +211,15 @@ async def _read_form(request: Request, settings) -> FormData | tuple[str, int]:
         return f"the server could not hold this upload's parts ({error.strerror}): send fewer files, or an archive", 413
 
 
-def _ingest(app, files, title: str, owner: str | None = None, tags=(), listed: bool = False) -> dict:
+def _ingest(app, files, title: str, owner: str | None = None, tags=(), listed: bool = False,
+            labels: dict | None = None) -> dict:
     # Large plain logs are scanned and hashed by a helper process (their op terms by another one),
     # which leaves this process's interpreter to the pages it serves meanwhile.
     inputs = [(name, stream, upload_path(stream)) for name, stream in files]
     prescan = LogPrescan.start([path for _, _, path in inputs if path])
     try:
         with app.state.db.session() as session:
-            run = Ingest(session, title=title, owner=owner, tags=tags, limits=app.state.limits,
+            run = Ingest(session, title=title, owner=owner, tags=tags, labels=labels, limits=app.state.limits,
                          disassembler=app.state.disassembler, prescan=prescan).ingest(inputs)
             run.listed = listed
             session.commit()

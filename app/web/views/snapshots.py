@@ -21,6 +21,7 @@ from app.web.views.ir_page import (
     open_ir,
     text_loader,
 )
+from app.web.views.replay import reproducer_links
 
 router = APIRouter()
 
@@ -73,6 +74,8 @@ def snapshot_page(
         )
         data[f"{name}_url"] = None if row is None else data[name]["url"]
     data["snapshot_count"] = len(compilation.snapshots)
+    if snapshot.kind == "mlir":
+        data.update(reproducer_links(urls, run_id, ordinal_number, snapshot.index))
     # the compiler's remarks from the pass this snapshot is the input of, at their ops' lines
     data["remarks"] = at_lines(compilation_remarks(session, compilation, urls), snapshot.index,
                                rendered.by_source, rendered.locs)

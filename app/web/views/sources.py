@@ -10,10 +10,12 @@ from markupsafe import Markup
 from sqlalchemy.orm import Session
 
 from app import render
+from app.insight.generated_sources import GeneratedSources
 from app.store.models import Run
 from app.urls import Urls
 from app.web.responder import SessionDep, UrlsDep, respond, wants_json
 from app.web.views.ir_page import run_sources
+from parsers.helion.generated import holds_origins, parse
 from parsers.locations.loc import match_source
 
 router = APIRouter()
@@ -38,12 +40,38 @@ def source_page(request: Request, run_id: str, path: str, session: SessionDep, u
         "url": urls.source(run_id, path),
         "lines": text.count("\n") + (0 if text.endswith("\n") or not text else 1),
     }
+    data["helion"] = helion_kernels(session, run_id, text, sources, urls)
     if wants_json(request):
         data["text"] = text
     else:
         rendered = render.render_python(digest, lambda: text)
         data["page"] = {"lines": [Markup(line) for line in rendered.lines]}  # escaped by the renderer
     return respond(request, "source.html", data)
+
+
+def helion_kernels(session: Session, run_id: str, text: str, sources: dict[str, str], urls: Urls
+                   ) -> list[dict[str, Any]] | None:
+    """For Helion's generated code: each function (the `@triton.jit` kernels first) with the Helion
+    file and lines each of its statements came from, linked to both files; None for other sources."""
+    if not holds_origins(text.encode("utf-8", "replace")):
+        return None
+    code = parse(text)
+    generated = GeneratedSources(session, sources)
+    resolved = {name: generated.resolve(code, name) for name in code.files}
+    kernels = []
+    for kernel in sorted(code.kernels, key=lambda k: not k.device):
+        statements = []
+        for statement in kernel.statements:
+            origin = statement.origin
+            file = resolved.get(origin.file) if origin.file is not None else None
+            statements.append({
+                "line": statement.line, "origin": origin.label(), "file": file,
+                "start": origin.start if file else None, "end": origin.end if file else None,
+                "source_url": urls.source(run_id, file) + f"#L{origin.start}" if file in sources else None,
+            })
+        kernels.append({"name": kernel.name, "line": kernel.line, "device": kernel.device,
+                        "files": [resolved[name] for name in kernel.files], "statements": statements})
+    return kernels
 
 
 def link_diagnostics(session: Session, run_id: str, diagnostics: list[dict], urls: Urls) -> None:
