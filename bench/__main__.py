@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import bigrun, inputs, scan_workers, web
+from bench import bigrun, default_ingest, inputs, page_visits, scan_workers, web
 from bench import ingest as ingest_bench
 from bench import inspector as inspector_bench
 from bench import kernel_history as history_bench
@@ -27,8 +27,10 @@ from bench import source_map as map_bench
 
 MB = 1e6
 # captures: only the small and tiny captures of the storage stage (which runs them after the whole corpus)
-STAGES = ("ingest", "workers", "peers", "storage", "captures", "pages", "map", "bigrun", "throughput", "browser",
-          "inspector", "history")
+# default: the default ingest against --no-compact per capture, and the compaction candidates' curve
+# visits: a first visit in Chromium to every page type on the largest real captures
+STAGES = ("ingest", "default", "workers", "peers", "storage", "captures", "pages", "map", "bigrun", "throughput",
+          "browser", "inspector", "history", "visits")
 
 
 def machine() -> dict:
@@ -67,6 +69,9 @@ def run(args: argparse.Namespace) -> dict:
             log = inputs.big_log(size)
             print(f"bench: ingest {log.stat().st_size / MB:.0f} MB ...", file=sys.stderr, flush=True)
             results["ingest"].append(ingest_bench.bench_ingest(log, workdir, repeats=repeats))
+
+    if "default" in stages:
+        results["default"] = default_ingest.bench_default(workdir, repeats=2 if args.quick else 3, quick=args.quick)
 
     if "workers" in stages:
         log = inputs.big_log(356 * inputs.MiB)
@@ -150,6 +155,11 @@ def run(args: argparse.Namespace) -> dict:
                                                                  checks=20, rounds=3 if args.quick else 6)
         except Exception as error:  # noqa: BLE001 - no PostgreSQL here should not lose the other figures
             results["history"] = {"skipped": f"failed: {type(error).__name__}: {str(error)[:300]}"}
+    if "visits" in stages:
+        try:
+            results["visits"] = page_visits.measure_visits(workdir, visits=1 if args.quick else 3)
+        except Exception as error:  # noqa: BLE001 - a browser problem should not lose the other figures
+            results["visits"] = {"skipped": f"failed: {type(error).__name__}: {str(error)[:200]}"}
     results["machine"]["load_after"] = os.getloadavg()[0]
     results["finished"] = time.time()
     if args.keep:
@@ -206,6 +216,7 @@ def table(results: dict) -> str:
                 f"{_fmt_s(run['wall'])}; {_fmt_s(cpu)} ({cpu / size * 1000:.2f} ms/MB); {_fmt_s(max(run['helpers']))}",
                 f"{run['wall'] / grep:.1f}×", "",
             ))
+    rows += default_ingest.table_rows(results.get("default"))
     rows += peers_bench.table_rows(results.get("peers"))
     rows += history_bench.table_rows(results.get("history") if "skipped" not in (results.get("history") or {}) else None)
     low, high = (size / MB for size in ingest_bench.SMALL_CAPTURE_BYTES)
@@ -334,6 +345,7 @@ def table(results: dict) -> str:
     elif browser:
         rows.append(("browser", browser["skipped"], "", ""))
     rows += inspector_bench.table_rows(results.get("inspector", {}))
+    rows += page_visits.table_rows(results.get("visits"))
     out = ["| figure | value | vs grep | target |", "|---|---|---|---|"]
     out += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
     m = results["machine"]

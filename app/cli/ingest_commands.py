@@ -66,8 +66,11 @@ def _ingest_paths(args: argparse.Namespace, prescan) -> int:
         finally:
             if bar:
                 bar.close()
-        compact = not getattr(args, "no_compact", False) and settings.recompress_level > 0
-        summary["compaction"] = _compact_fresh(db, settings.recompress_level) if compact else None
+        level = settings.compact_level  # recompress_level 0 keeps every text as ingest compressed it
+        compact = not getattr(args, "no_compact", False) and level > 0 and settings.recompress_level > 0
+        # quick: its packs are recompressed at recompress_level later (a server, `irlens compact`)
+        quick = level < settings.recompress_level
+        summary["compaction"] = _compact_fresh(db, level, quick) if compact else None
     finally:
         db.dispose()
     if args.json:
@@ -81,21 +84,24 @@ def _ingest_paths(args: argparse.Namespace, prescan) -> int:
             )
         for warning in summary["warnings"]:
             print(f"warning: {warning['message']} {warning.get('path') or ''}", file=sys.stderr)
-        print(_compaction_line(summary["compaction"], settings.recompress_level))
+        print(_compaction_line(summary["compaction"], min(settings.compact_level, settings.recompress_level)))
         print(f"run {summary['run']}: {summary['url']}")
     return 0
 
 
-def _compact_fresh(db, level: int) -> dict:
-    """Compaction of the fresh packs (this ingest's, and any an earlier `--no-compact` left), as the
-    server's background round does after an upload: what a server would store, stored right away."""
+def _compact_fresh(db, level: int, quick: bool) -> dict:
+    """Compaction of the fresh packs (this ingest's, and any an earlier `--no-compact` left) at the
+    quick level, as the server's background round does after an upload but cheap enough to wait for
+    (app/store/compaction.py); then, on a SQLite file that is mostly this ingest, the pages of the
+    packs it replaced are given back (VACUUM)."""
     import time
 
     from app.store.compaction import compact_pending
 
     started = time.perf_counter()
     try:
-        done = compact_pending(db.session, level)
+        done = compact_pending(db.session, level, quick=quick)
+        db.release_free_pages()
     except Exception as error:  # noqa: BLE001 -- the run is committed and readable as ingest stored it
         print(f"warning: compaction failed ({error}); the run is stored, `irlens compact` retries it",
               file=sys.stderr)
@@ -106,7 +112,7 @@ def _compact_fresh(db, level: int) -> dict:
 
 def _compaction_line(compaction: dict | None, level: int) -> str:
     if compaction is None:
-        why = "--no-compact" if level > 0 else "recompress_level 0"
+        why = "--no-compact" if level > 0 else "compact_level 0"
         return f"not compacted ({why}): `irlens compact` (or a server on this database) does it later"
     if "error" in compaction:
         return "not compacted: compaction failed (see the warning above)"

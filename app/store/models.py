@@ -116,7 +116,7 @@ def to_db_hash(value: str | None) -> bytes | None:
         return b"?" + value.encode("utf-8", "replace")
 
 
-_RECOMPRESS_PENDING = "codec = 'zstd'"
+_RECOMPRESS_PENDING = "codec IN ('zstd', 'zstdm')"  # fresh, and quick-compacted (migration 0020_i32)
 
 
 class Blob(Base):
@@ -126,7 +126,7 @@ class Blob(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)  # SQLite: the rowid itself
     hash: Mapped[str] = mapped_column(HexHash, unique=True)  # sha256 of the raw bytes
     size: Mapped[int] = mapped_column(Integer)
-    codec: Mapped[str] = mapped_column(String(8))  # "zstd" | "zstdx" | "none" | "zpack" (see app/store/blobs.py)
+    codec: Mapped[str] = mapped_column(String(8))  # "zstd" | "zstdx" | "zstdm" | "none" | "zpack" (see app/store/blobs.py)
     data: Mapped[bytes] = mapped_column(LargeBinary)
     # For "zpack" rows: the pack blob holding this text, which must live while this row does
     # (its hash: `Blob.pack`, below).

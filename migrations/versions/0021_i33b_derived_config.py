@@ -3,8 +3,8 @@ num_warps from its TTGIR, the generated module its kernel comes from and what th
 once by the background preparation so a run page matches autotune configs without reading IR texts.
 Runs ingested before get it on the server's next preparation round; until then pages read the IR.
 
-Revision ID: 0019_i33b
-Revises: 0019_i34
+Revision ID: 0021_i33b
+Revises: 0020_i32
 Create Date: 2026-11-28
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0019_i33b"
-down_revision = "0019_i34"
+revision = "0021_i33b"
+down_revision = "0020_i32"
 branch_labels = None
 depends_on = None
 
