@@ -81,13 +81,37 @@ class Settings(BaseSettings):
         description="Delete runs older than this many days, and the stored texts only they used (checked "
         "on start and hourly; `irlens gc` does it on demand). Empty: keep forever.",
     )
+    compact_level: int = Field(
+        9,
+        description="zstd level at which `irlens ingest` and `irlens capture` compact what they stored "
+        "before they return: an upload's packs merged into packs of up to 16 MB, like texts side by side, "
+        "compressed on two threads. On a 232 MB GPU autotune capture that stores 64% of the bytes ingest "
+        "stored, for ~0.7 s of CPU (bench/NOTES.md, round 11); the server or `irlens compact` recompresses "
+        "them at recompress_level later. 0 (here or in recompress_level): leave the texts as ingest compressed "
+        "them (as --no-compact).",
+    )
     recompress_level: int = Field(
         19,
         description="zstd level at which the server compacts stored texts in the background after ingest "
         "(`irlens compact` does it on demand): an upload's packs are merged into packs of up to 16 MB, like "
         "texts side by side, and compressed at this level (19: with a 512-byte target match length and a "
-        "4-step search). On the corpus that stores the texts in 39% fewer bytes than ingest did, at a few "
-        "MB/s of one core. 0: keep them as ingest compressed them.",
+        "4-step search); packs `irlens ingest` compacted at compact_level are recompressed in place. On the "
+        "corpus that stores the texts in 39% fewer bytes than ingest did, at a few MB/s of one core. 0: keep "
+        "them as ingest compressed them.",
+    )
+    history_register_change_percent: float = Field(
+        5.0,
+        description="Kernel history and `irlens check`: a step between two points of a kernel is flagged when its "
+        "registers change by at least this many percent (spill bytes, occupancy and op groups: any change).",
+    )
+    history_time_change_percent: float = Field(
+        5.0,
+        description="Kernel history and `irlens check`: a step is flagged when the time per launch changes by at "
+        "least this many percent, where both points have a profile.",
+    )
+    history_points: int = Field(
+        200,
+        description="Most points of a kernel's history a page shows (the newest; `?limit=` asks for up to 5000).",
     )
     forwarded_allow_ips: str = Field(
         "127.0.0.1",

@@ -64,6 +64,10 @@ class Urls:
     def run(self, run_id: str) -> str:
         return self.path(f"/runs/{run_id}")
 
+    def run_page(self, run_id: str, page: int, anchor: str = "compilations") -> str:
+        """One page of a long run's compilation list (the JSON holds them all)."""
+        return self.path(f"/runs/{run_id}") + (f"?page={page}" if page > 1 else "") + f"#{anchor}"
+
     def run_log(self, run_id: str, input_pk: int) -> str:
         """The stored non-IR text of one uploaded log file, as text/plain."""
         return self.path(f"/runs/{run_id}/log/{input_pk}")
@@ -140,6 +144,18 @@ class Urls:
         params = [("attr", attr), ("shape", shape), *extra.items()]
         query = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in params if v not in (None, ""))
         return self.path("/-/layout") + (f"?{query}" if query else "")
+
+    # -- kernel history across runs (app/web/views/kernels.py) --
+    def kernels(self, query: str | None = None) -> str:
+        return self.path("/kernels") + (f"?q={quote(query, safe='')}" if query else "")
+
+    def kernel(self, name: str, order: str | None = None) -> str:
+        """One kernel's history: `order` is None (run order) or `label:KEY` (that label's value, as versions)."""
+        return self.path(f"/kernels/{quote(name, safe='')}") + (f"?order={quote(order, safe=':')}" if order else "")
+
+    def run_check(self, run_id: str, query: str = "") -> str:
+        """`irlens check`'s answer for a stored run: its kernels against a baseline (app/insight/kernel_check.py)."""
+        return self.run(run_id) + "/check" + (f"?{query}" if query else "")
 
     # -- teams: sign-in, search, managing a run (app/web/views/auth.py, app/web/views/manage.py) --
     def signin(self, next_url: str | None = None) -> str:

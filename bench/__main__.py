@@ -18,15 +18,19 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import bigrun, default_ingest, inputs, page_visits, scan_workers, web
 from bench import ingest as ingest_bench
-from bench import inputs, scan_workers, web
 from bench import inspector as inspector_bench
+from bench import kernel_history as history_bench
 from bench import peers as peers_bench
 from bench import source_map as map_bench
 
 MB = 1e6
 # captures: only the small and tiny captures of the storage stage (which runs them after the whole corpus)
-STAGES = ("ingest", "workers", "peers", "storage", "captures", "pages", "map", "throughput", "browser", "inspector")
+# default: the default ingest against --no-compact per capture, and the compaction candidates' curve
+# visits: a first visit in Chromium to every page type on the largest real captures
+STAGES = ("ingest", "default", "workers", "peers", "storage", "captures", "pages", "map", "bigrun", "throughput",
+          "browser", "inspector", "history", "visits")
 
 
 def machine() -> dict:
@@ -65,6 +69,9 @@ def run(args: argparse.Namespace) -> dict:
             log = inputs.big_log(size)
             print(f"bench: ingest {log.stat().st_size / MB:.0f} MB ...", file=sys.stderr, flush=True)
             results["ingest"].append(ingest_bench.bench_ingest(log, workdir, repeats=repeats))
+
+    if "default" in stages:
+        results["default"] = default_ingest.bench_default(workdir, repeats=2 if args.quick else 3, quick=args.quick)
 
     if "workers" in stages:
         log = inputs.big_log(356 * inputs.MiB)
@@ -112,6 +119,10 @@ def run(args: argparse.Namespace) -> dict:
     if "map" in stages:
         print("bench: map page on a run of ~8,000 snapshots ...", file=sys.stderr, flush=True)
         results["map"] = map_bench.bench_map(workdir, rounds=1 if args.quick else 3, warm_repeats=3 if args.quick else 5)
+    if "bigrun" in stages:
+        print("bench: run page of a 1 GB capture (hundreds of compilations, thousands of warnings) ...",
+              file=sys.stderr, flush=True)
+        results["bigrun"] = bigrun.bench_bigrun(workdir, rounds=1 if args.quick else 3, warm_repeats=3 if args.quick else 5)
     if "throughput" in stages:
         print("bench: throughput ...", file=sys.stderr, flush=True)
         seconds = 5 if args.quick else 10
@@ -137,6 +148,18 @@ def run(args: argparse.Namespace) -> dict:
             results["inspector"] = inspector_bench.measure_inspector(repeats=3 if args.quick else 5)
         except Exception as error:  # noqa: BLE001 - a browser problem should not lose the other figures
             results["inspector"] = {"browser": {"skipped": f"failed: {type(error).__name__}: {str(error)[:200]}"}}
+    if "history" in stages:
+        print("bench: kernel history on PostgreSQL ...", file=sys.stderr, flush=True)
+        try:
+            results["history"] = history_bench.bench_on_postgres(workdir, runs=2_000 if args.quick else 10_000,
+                                                                 checks=20, rounds=3 if args.quick else 6)
+        except Exception as error:  # noqa: BLE001 - no PostgreSQL here should not lose the other figures
+            results["history"] = {"skipped": f"failed: {type(error).__name__}: {str(error)[:300]}"}
+    if "visits" in stages:
+        try:
+            results["visits"] = page_visits.measure_visits(workdir, visits=1 if args.quick else 3)
+        except Exception as error:  # noqa: BLE001 - a browser problem should not lose the other figures
+            results["visits"] = {"skipped": f"failed: {type(error).__name__}: {str(error)[:200]}"}
     results["machine"]["load_after"] = os.getloadavg()[0]
     results["finished"] = time.time()
     if args.keep:
@@ -193,7 +216,9 @@ def table(results: dict) -> str:
                 f"{_fmt_s(run['wall'])}; {_fmt_s(cpu)} ({cpu / size * 1000:.2f} ms/MB); {_fmt_s(max(run['helpers']))}",
                 f"{run['wall'] / grep:.1f}×", "",
             ))
+    rows += default_ingest.table_rows(results.get("default"))
     rows += peers_bench.table_rows(results.get("peers"))
+    rows += history_bench.table_rows(results.get("history") if "skipped" not in (results.get("history") or {}) else None)
     low, high = (size / MB for size in ingest_bench.SMALL_CAPTURE_BYTES)
     for key, what in (
         ("storage", "whole corpus"),
@@ -282,6 +307,7 @@ def table(results: dict) -> str:
             value = f"{_fmt_s(source_map['cold_median'][key])} ({source_map[ratio]:.2f}× baseline)"
             rows.append((f"{label}, cold, server time (median)", value, "", "≤ 300 ms"))
         rows.append(("map page, warm, server time p50", _fmt_s(source_map["warm_p50"]), "", ""))
+    rows += bigrun.table_rows(results.get("bigrun"), _fmt_s)
     compare = {page["label"]: page for page in results.get("compare", [])}
     if len(compare) == 2:
         baseline, page = compare["compilation page ~80 passes"], compare["compare ~80 passes"]
@@ -319,6 +345,7 @@ def table(results: dict) -> str:
     elif browser:
         rows.append(("browser", browser["skipped"], "", ""))
     rows += inspector_bench.table_rows(results.get("inspector", {}))
+    rows += page_visits.table_rows(results.get("visits"))
     out = ["| figure | value | vs grep | target |", "|---|---|---|---|"]
     out += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
     m = results["machine"]

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "corpus"
+CORPUS = Path(os.environ.get("IRLENS_BENCH_CORPUS", REPO.parent / "shared" / "corpus"))  # the archives
 GENERATOR_VERSION = "1"
 BLOCK = 8 << 20
 MiB = 1 << 20
@@ -144,6 +144,72 @@ def big_log(size: int) -> Path:
             copy += 1
     partial.rename(target)
     return target
+
+
+_BANNER_LINE = re.compile(rb"^// -----// IR Dump")
+
+
+def damaged_big_log(size: int, every: int = 4) -> Path:
+    """big_log(size) with every `every`-th IR dump cut in half, as a log written by threads that
+    interleave is cut: each such dump is kept and named in a warning ("cut off by the next dump's
+    banner"), so a 1 GB log gives thousands of warnings, as a real max-autotune capture does."""
+    source = big_log(size)
+    target = source.with_name(source.stem + f"-cut{every}.log")
+    if target.exists():
+        return target
+    partial = target.with_suffix(".partial")
+    dumps = 0
+    with open(source, "rb") as src, open(partial, "wb") as out:
+        held: list[bytes] = []
+
+        def flush() -> None:
+            nonlocal dumps
+            if held and _BANNER_LINE.match(held[0]):
+                dumps += 1
+                if dumps % every == 0 and len(held) > 10:
+                    out.writelines(held[: len(held) // 2])
+                    return
+            out.writelines(held)
+
+        for line in src:
+            if _BANNER_LINE.match(line):
+                flush()
+                held = []
+            held.append(line)
+            if len(held) > 200_000:  # one endless dump: keep memory flat, write it through
+                out.writelines(held)
+                held = []
+        flush()
+    partial.rename(target)
+    return target
+
+
+GPU_CAPTURE = Path("/work/captures/gpu_autotune_big")  # made on the device: its README says how
+
+
+def gpu_captures() -> tuple[list[Path], str | None]:
+    """(folders of real GPU captures, each a dump.log or dump.log.xz beside a cache/ folder; why none
+    is there, or None). IRLENS_BENCH_GPU_CAPTURE lists them (':' between folders), else GPU_CAPTURE.
+    A dump.log.xz alone is unpacked once into the bench's cache."""
+    named = os.environ.get("IRLENS_BENCH_GPU_CAPTURE")
+    folders = [Path(item) for item in named.split(":") if item] if named else [GPU_CAPTURE]
+    found = []
+    for folder in folders:
+        if (folder / "dump.log").is_file():
+            found.append(folder)
+        elif (folder / "dump.log.xz").is_file():
+            where = cache_dir() / "gpu" / folder.name
+            if not (where / "dump.log").exists():
+                where.mkdir(parents=True, exist_ok=True)
+                partial = where / "dump.log.partial"
+                with open(partial, "wb") as out:
+                    subprocess.run(["xz", "-dc", str(folder / "dump.log.xz")], stdout=out, check=True)
+                partial.rename(where / "dump.log")
+            if (folder / "cache").is_dir() and not (where / "cache").exists():
+                (where / "cache").symlink_to((folder / "cache").resolve())
+            found.append(where)
+    missing = None if found else f"no dump.log in {', '.join(map(str, folders))} (set IRLENS_BENCH_GPU_CAPTURE)"
+    return found, missing
 
 
 def corpus_unpacked() -> Path:

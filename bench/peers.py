@@ -114,9 +114,8 @@ def _irlens(where: Path, db: Path, sass: bool) -> tuple[ChildResult, int]:
     env = dict(os.environ)
     if not sass:
         env["IRLENS_SASS_DISASSEMBLER"] = "off"
-    # --no-compact: what is compared is reading and storing (tritonparse compresses nothing);
-    # compaction's cost is bench_storage's figure
-    result = run_child([IRLENS, "ingest", "--json", "--no-compact", "--db", f"sqlite:///{db}", str(where / "dump.log"),
+    # the default command, its compaction included (issue 32: the default path)
+    result = run_child([IRLENS, "ingest", "--json", "--db", f"sqlite:///{db}", str(where / "dump.log"),
                         str(where / "cache")], env=env)
     if result.returncode != 0:
         raise SystemExit(f"bench: irlens ingest failed ({result.returncode}):\n{result.stderr.decode()[-4000:]}")

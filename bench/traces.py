@@ -62,7 +62,7 @@ def measure(path: Path, workdir: Path, repeats: int) -> dict:
     runs = []
     for attempt in range(repeats):
         db = workdir / f"trace-{attempt}.db"
-        runs.append(ingest([path], db))
+        runs.append(ingest([path], db, ["--no-compact"]))
         fresh_db(db)
     best = min(runs, key=lambda r: r.seconds)
     grep_seconds = statistics.median(r.seconds for r in grep)

@@ -214,6 +214,8 @@
       body.append("csrf_token", form.querySelector("input[name=csrf_token]").value);
       const title = form.querySelector("#title-input").value.trim();
       if (title) body.append("title", title);
+      const labels = form.querySelector("#labels-input");  // "triton=3.7.1, commit=abc123"
+      if (labels && labels.value.trim()) body.append("labels", labels.value.trim());
       files.forEach(function (entry) { body.append("file", entry.file, entry.path); });
 
       const total = files.reduce(function (sum, entry) { return sum + entry.file.size; }, 0);

@@ -1,6 +1,7 @@
-"""`irlens ingest` compacts what it stored unless --no-compact (issue 29): on a real corpus capture,
-the default leaves the database `irlens ingest --no-compact` then `irlens compact` leaves, every
-text reads the same, and --no-compact leaves the packs as ingest wrote them."""
+"""`irlens ingest` compacts what it stored unless --no-compact (issues 29 and 32): on a real corpus
+capture, at the quick level (compact_level) before it returns, leaving no frame as ingest wrote it;
+`irlens compact` afterwards leaves the database `irlens ingest --no-compact` then `irlens compact`
+leaves; every text reads the same, and --no-compact leaves the packs as ingest wrote them."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from app.store.blobs import CODEC_PACKED, BlobReader
+from app.store.blobs import CODEC_PACKED, CODEC_QUICK, CODEC_STRONG, BlobReader
 from app.store.db import Database
 from app.store.models import Blob
 from tests.conftest import REPO, corpus_archive, fresh_db_url, stored_blobs
@@ -29,6 +30,15 @@ def irlens(*args: str, level: int = 19) -> subprocess.CompletedProcess:
     return done
 
 
+def frame_codecs(db_url: str) -> set[str]:
+    database = Database(db_url)
+    try:
+        with database.session() as session:
+            return set(session.scalars(select(Blob.codec).where(Blob.codec != CODEC_PACKED)))
+    finally:
+        database.dispose()
+
+
 def texts(db_url: str) -> dict[str, bytes]:
     """Every text stored, by hash, read back through the store."""
     database = Database(db_url)
@@ -42,7 +52,7 @@ def texts(db_url: str) -> dict[str, bytes]:
         database.dispose()
 
 
-def test_ingest_compacts_what_it_stored_as_irlens_compact_does(tmp_path: Path):
+def test_ingest_compacts_quickly_and_irlens_compact_finishes_as_it_would_have(tmp_path: Path):
     archive = str(corpus_archive("gfx942_mix"))
     (tmp_path / "default").mkdir()
     (tmp_path / "later").mkdir()
@@ -52,7 +62,8 @@ def test_ingest_compacts_what_it_stored_as_irlens_compact_does(tmp_path: Path):
     compaction = summary["compaction"]
     compacted_bytes, fresh = stored_blobs(default_db)
     assert fresh == 0, "a frame as ingest compressed it is left"
-    assert compaction["level"] == 19 and compaction["frames"] > 0 and compaction["seconds"] > 0
+    assert frame_codecs(default_db) == {CODEC_QUICK}  # all to be recompressed at the strong level later
+    assert compaction["level"] == 9 and compaction["frames"] > 0 and compaction["seconds"] > 0
     assert 0 < compaction["bytes_after"] < compaction["bytes_before"]
 
     plain = json.loads(irlens("ingest", "--db", later_db, "--json", "--quiet", "--no-compact", archive).stdout)
@@ -63,10 +74,14 @@ def test_ingest_compacts_what_it_stored_as_irlens_compact_does(tmp_path: Path):
     # (give or take the slices' offsets, which compaction rewrites: a few digits each)
     saved = compaction["bytes_before"] - compaction["bytes_after"]
     assert abs((ingested_bytes - compacted_bytes) - saved) <= 0.001 * ingested_bytes
+    # the strong round: straight from the ingest's packs, or from the quick ones, the same bytes
     irlens("compact", "--db", later_db)
+    irlens("compact", "--db", default_db)
     later_bytes, fresh = stored_blobs(later_db)
-    assert fresh == 0
-    assert abs(later_bytes - compacted_bytes) <= 0.005 * later_bytes, (compacted_bytes, later_bytes)
+    strong_bytes, _ = stored_blobs(default_db)
+    assert fresh == 0 and frame_codecs(later_db) == frame_codecs(default_db) == {CODEC_STRONG}
+    assert strong_bytes < compacted_bytes
+    assert abs(later_bytes - strong_bytes) <= 0.005 * later_bytes, (strong_bytes, later_bytes)
     assert texts(default_db) == texts(later_db)
 
 
@@ -76,7 +91,7 @@ def test_the_human_output_says_what_compaction_did(tmp_path: Path):
         (tmp_path / name).mkdir()
     lines = irlens("ingest", "--db", fresh_db_url(tmp_path / "a"), "--quiet", archive).stdout.splitlines()
     assert lines[-1].startswith("run ")
-    assert lines[-2].startswith("compacted ") and " bytes in " in lines[-2] and "zstd level 19" in lines[-2]
+    assert lines[-2].startswith("compacted ") and " bytes in " in lines[-2] and "zstd level 9" in lines[-2]
     lines = irlens("ingest", "--db", fresh_db_url(tmp_path / "b"), "--quiet", "--no-compact", archive).stdout
     assert "not compacted (--no-compact)" in lines
     done = irlens("ingest", "--db", fresh_db_url(tmp_path / "c"), "--quiet", "--json", archive, level=0)

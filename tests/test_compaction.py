@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from app.store import blobs, compaction
-from app.store.blobs import CODEC_PACKED, CODEC_STRONG, CODEC_ZSTD, BlobReader
+from app.store.blobs import CODEC_PACKED, CODEC_QUICK, CODEC_STRONG, CODEC_ZSTD, BlobReader
 from app.store.compaction import _chunks, _Member, _sort_keys, compact_pending
 from app.store.models import Blob, Compilation
 from app.store.retention import collect_all_blobs, delete_run
@@ -43,6 +43,48 @@ def test_compaction_merges_fresh_packs_and_keeps_every_text(db):
         assert sum(size for _, size in slices) <= compaction.MERGED_BYTES + max(size for _, size in slices)
     assert every_text(db) == before
     assert compact_pending(db.session, level=19).blobs == 0  # nothing fresh is left
+
+
+def test_a_quick_round_marks_its_packs_and_a_strong_one_recompresses_them_in_place(db):
+    # what `irlens ingest` does before it returns, then what the server or `irlens compact` does later
+    ingest_paths(db, [corpus_archive("sm90_mix")])
+    before = every_text(db)
+    fresh = len(pack_layout(db))
+
+    quick = compact_pending(db.session, level=9, quick=True)
+
+    assert set(codecs(db)) == {CODEC_PACKED, CODEC_QUICK} and quick.bytes_after < quick.bytes_before
+    layout = pack_layout(db)
+    assert 0 < len(layout) < fresh and slices_in_key_order(db)  # merged and sorted, as a strong round does
+    assert every_text(db) == before
+    assert compact_pending(db.session, level=9, quick=True).blobs == 0  # a quick round takes only fresh frames
+
+    strong = compact_pending(db.session, level=19)
+
+    assert set(codecs(db)) == {CODEC_PACKED, CODEC_STRONG}
+    assert strong.blobs == codecs(db)[CODEC_STRONG] and strong.bytes_after < strong.bytes_before
+    assert pack_layout(db) == layout  # recompressed where they were: no slice moved
+    assert every_text(db) == before
+    assert compact_pending(db.session, level=19).blobs == 0
+
+
+def test_a_compacted_file_that_is_mostly_free_pages_is_vacuumed(db):
+    ingest_paths(db, [corpus_archive("sm90_mix")])
+    compact_pending(db.session, level=9, quick=True)  # the ingest's packs dropped: their pages are free
+
+    def pages() -> tuple[int, int]:
+        with db.engine.connect() as connection:
+            return (connection.exec_driver_sql("PRAGMA freelist_count").scalar(),
+                    connection.exec_driver_sql("PRAGMA page_count").scalar())
+
+    free, total = pages()
+    assert free >= total * 0.25
+    before = every_text(db)
+    assert db.release_free_pages()
+    free, smaller = pages()
+    assert free == 0 and smaller <= total - (total // 4)
+    assert every_text(db) == before
+    assert not db.release_free_pages()  # nothing to give back: left as it is
 
 
 def slices_in_key_order(db) -> bool:

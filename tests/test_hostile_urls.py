@@ -149,6 +149,7 @@ def _valid_values(client: TestClient, run_id: str) -> dict[str, str]:
         "input_pk": log.group(1) if log else "1",
         "spec": f"{first}..{second}",
         "path": source.group(1) if source else "kernels/kernels.py",
+        "name": compilation["kernel"],  # a kernel's history (/kernels/{name})
     }
 
 
@@ -233,6 +234,28 @@ def test_no_route_answers_5xx_to_hostile_values(walker):
 def test_out_of_range_numbers_are_404(walker, url):
     client, run_id = walker
     assert client.get(url.format(run=run_id)).status_code == 404
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/kernels/add_kernel.json?order=label:" + "x" * 100,
+        "/kernels/add_kernel.json?order=label:%00&limit=99999999999999999999999",
+        "/kernels/add_kernel?limit=-1&order=label:triton",
+        "/kernels/add_kernel.json?limit=0",
+        "/kernels.json?q=%25%5F%5C%00" + "a" * 2000,
+        "/kernels/" + "k" * 600 + ".json",
+        "/kernels/%00.json",
+        "/kernels/a%2Fb%2F..%2F..",
+        "/runs/{run}/check.json?baseline=label:%22%27%25=%00",
+        "/runs/{run}/check.json?baseline=" + "9" * 400 + "&fail_on=spills,,%00",
+        "/runs/{run}/check?baseline=label:=&format=markdown",
+        "/runs/nosuchrun/check.json",
+    ],
+)
+def test_kernel_history_routes_refuse_hostile_values_without_5xx(walker, url):
+    client, run_id = walker
+    assert client.get(url.format(run=run_id)).status_code < 500
 
 
 def _strict(text: str):

@@ -1,6 +1,7 @@
 """The `irlens` command: one module per group of commands, each adding its own to the parser:
 ingest_commands (ingest, upload, capture), serve (serve, with --get: one in-process request), tokens
-(token), database (db, gc/retention, delete, compact, index), replay (replay). Shared: common; upload's body: multipart.
+(token), check_command (check: the CI gate), database (db, gc/retention, delete, compact, index), replay
+(replay). Shared: common; upload's body: multipart.
 
 The top of the house: it may import every room (store, ingest, insight, web); nothing imports it.
 Each command imports what it needs when it runs, so `irlens --help` stays fast.
@@ -12,9 +13,9 @@ import argparse
 import gc
 import sys
 
-from app.cli import database, ingest_commands, replay, serve, tokens
+from app.cli import check_command, database, ingest_commands, replay, serve, tokens
 
-GROUPS = (ingest_commands, serve, tokens, database, replay)
+GROUPS = (ingest_commands, check_command, serve, tokens, database, replay)
 
 
 def build_parser() -> argparse.ArgumentParser:

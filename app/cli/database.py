@@ -77,11 +77,16 @@ def cmd_index(args: argparse.Namespace) -> int:
             precompute.prepare_run(db, run_id)  # and its map pages' Python-line indexes
             progress(number, len(args.runs), run_id)
         count = backfill(db.session, progress) if args.backfill else 0
+        points = 0
         if args.backfill:
+            from app.insight.kernel_points import backfill_points
+
+            with db.session() as session:  # kernel history's points of runs that have none yet
+                points = backfill_points(session)
             precompute.prepare_pending(db)
     finally:
         db.dispose()
-    print(f"op index: {len(args.runs) + count} runs indexed")
+    print(f"op index: {len(args.runs) + count} runs indexed" + (f"; kernel history: {points} points added" if points else ""))
     return 0
 
 

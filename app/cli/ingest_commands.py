@@ -44,6 +44,9 @@ def _ingest_paths(args: argparse.Namespace, prescan) -> int:
         from app.urls import Urls
 
         settings = settings_from(args)
+    labels = _labels(args)
+    if labels is None:
+        return 2
     db = settings.database()
     total = sum(os.path.getsize(p) for p in args.paths if os.path.isfile(p)) or None
     bar = ProgressBar(total) if sys.stderr.isatty() and not args.quiet else None
@@ -51,7 +54,7 @@ def _ingest_paths(args: argparse.Namespace, prescan) -> int:
         try:
             with db.session() as session:
                 ingest = Ingest(
-                    session, title=args.title or "", tags=args.tag or [], limits=settings.limits(), progress=bar,
+                    session, title=args.title or "", tags=args.tag or [], labels=labels, limits=settings.limits(), progress=bar,
                     disassembler=find_disassembler(settings.sass_disassembler), prescan=prescan,
                 )
                 run = ingest.ingest(args.paths)
@@ -63,8 +66,11 @@ def _ingest_paths(args: argparse.Namespace, prescan) -> int:
         finally:
             if bar:
                 bar.close()
-        compact = not getattr(args, "no_compact", False) and settings.recompress_level > 0
-        summary["compaction"] = _compact_fresh(db, settings.recompress_level) if compact else None
+        level = settings.compact_level  # recompress_level 0 keeps every text as ingest compressed it
+        compact = not getattr(args, "no_compact", False) and level > 0 and settings.recompress_level > 0
+        # quick: its packs are recompressed at recompress_level later (a server, `irlens compact`)
+        quick = level < settings.recompress_level
+        summary["compaction"] = _compact_fresh(db, level, quick) if compact else None
     finally:
         db.dispose()
     if args.json:
@@ -78,21 +84,24 @@ def _ingest_paths(args: argparse.Namespace, prescan) -> int:
             )
         for warning in summary["warnings"]:
             print(f"warning: {warning['message']} {warning.get('path') or ''}", file=sys.stderr)
-        print(_compaction_line(summary["compaction"], settings.recompress_level))
+        print(_compaction_line(summary["compaction"], min(settings.compact_level, settings.recompress_level)))
         print(f"run {summary['run']}: {summary['url']}")
     return 0
 
 
-def _compact_fresh(db, level: int) -> dict:
-    """Compaction of the fresh packs (this ingest's, and any an earlier `--no-compact` left), as the
-    server's background round does after an upload: what a server would store, stored right away."""
+def _compact_fresh(db, level: int, quick: bool) -> dict:
+    """Compaction of the fresh packs (this ingest's, and any an earlier `--no-compact` left) at the
+    quick level, as the server's background round does after an upload but cheap enough to wait for
+    (app/store/compaction.py); then, on a SQLite file that is mostly this ingest, the pages of the
+    packs it replaced are given back (VACUUM)."""
     import time
 
     from app.store.compaction import compact_pending
 
     started = time.perf_counter()
     try:
-        done = compact_pending(db.session, level)
+        done = compact_pending(db.session, level, quick=quick)
+        db.release_free_pages()
     except Exception as error:  # noqa: BLE001 -- the run is committed and readable as ingest stored it
         print(f"warning: compaction failed ({error}); the run is stored, `irlens compact` retries it",
               file=sys.stderr)
@@ -103,7 +112,7 @@ def _compact_fresh(db, level: int) -> dict:
 
 def _compaction_line(compaction: dict | None, level: int) -> str:
     if compaction is None:
-        why = "--no-compact" if level > 0 else "recompress_level 0"
+        why = "--no-compact" if level > 0 else "compact_level 0"
         return f"not compacted ({why}): `irlens compact` (or a server on this database) does it later"
     if "error" in compaction:
         return "not compacted: compaction failed (see the warning above)"
@@ -124,7 +133,11 @@ def cmd_upload(args: argparse.Namespace) -> int:
     headers = {"Accept": "application/json", "User-Agent": "irlens-upload"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
+    labels = _labels(args)
+    if labels is None:
+        return 2
     fields = [("title", args.title or "")] + [("tag", tag) for tag in args.tag or []]
+    fields += [("label", f"{key}={value}") for key, value in labels.items()]
     if args.listed:
         fields.append(("listed", "1"))
     try:
@@ -214,7 +227,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
         discard(captured)
         return captured.returncode or 2
     title = args.title or ("capture: " + shlex.join(command))[:300]
-    common = {"title": title, "tag": args.tag, "json": args.json, "quiet": True, "paths": paths}
+    common = {"title": title, "tag": args.tag, "label": args.label, "json": args.json, "quiet": True, "paths": paths}
     if args.upload:
         status = cmd_upload(argparse.Namespace(
             server=args.upload, token=args.token, listed=args.listed, timeout=args.timeout, **common))
@@ -227,6 +240,17 @@ def cmd_capture(args: argparse.Namespace) -> int:
         return captured.returncode or status
     discard(captured)
     return captured.returncode
+
+
+def _labels(args: argparse.Namespace) -> dict[str, str] | None:
+    """The --label KEY=VALUE options as a dict; None (after saying why) when one is malformed."""
+    from app.store.labels import LabelError, parse_labels
+
+    try:
+        return parse_labels(getattr(args, "label", None) or [])
+    except LabelError as error:
+        print(f"irlens: {error}", file=sys.stderr)
+        return None
 
 
 def _error_text(response: httpx.Response) -> str:
@@ -243,6 +267,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     ingest.add_argument("--db", help="database URL (default: the IRLENS_DB_URL setting or data/irlens.db)")
     ingest.add_argument("--title", help="a title for the run")
     ingest.add_argument("--tag", action="append", help="a tag for the run (repeatable)")
+    ingest.add_argument("--label", action="append", metavar="KEY=VALUE",
+                        help="a label for the run, e.g. commit=abc123 (repeatable; triton=VERSION is filled in)")
     ingest.add_argument("--json", action="store_true", help="print the run as one JSON object")
     ingest.add_argument("--quiet", action="store_true", help="no progress bar")
     ingest.add_argument("--no-compact", action="store_true",
@@ -255,6 +281,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     upload.add_argument("--token", help="an API token (default: IRLENS_TOKEN)")
     upload.add_argument("--title", help="a title for the run")
     upload.add_argument("--tag", action="append", help="a tag for the run (repeatable)")
+    upload.add_argument("--label", action="append", metavar="KEY=VALUE",
+                        help="a label for the run, e.g. commit=abc123 (repeatable; triton=VERSION is filled in)")
     upload.add_argument("--listed", action="store_true", help="list the run on everyone's home page")
     upload.add_argument("--json", action="store_true", help="print the server's answer as JSON")
     upload.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -272,6 +300,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     capture.add_argument("--timeout", type=float, default=3600.0, help="with --upload: seconds to wait for the server")
     capture.add_argument("--title", help="a title for the run (default: the command line)")
     capture.add_argument("--tag", action="append", help="a tag for the run (repeatable)")
+    capture.add_argument("--label", action="append", metavar="KEY=VALUE",
+                        help="a label for the run, e.g. commit=abc123 (repeatable; triton=VERSION is filled in)")
     capture.add_argument("--llvm", action="store_true", help="also dump LLVM IR after every pass (LLVM_IR_ENABLE_DUMP=1)")
     capture.add_argument("--timing", action="store_true", help="also print pass timings (MLIR_ENABLE_TIMING=1)")
     capture.add_argument("--remarks", action="store_true",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Iterable
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.ingest.autotune_files import AutotuneFiles
@@ -32,7 +33,8 @@ from app.ingest.traces import TraceCollector
 from app.insight.op_index import OpIndex
 from app.insight.op_term_scan import TermScanner
 from app.store.blobs import BlobWriter
-from app.store.models import Run
+from app.store.labels import with_triton
+from app.store.models import Compilation, Run
 from parsers import registry
 from parsers.helion.generated import helion_note
 from parsers.inputs.sources import InputFile, InputLimitExceeded, Limits, SourceWalker
@@ -59,13 +61,14 @@ class Ingest:
         title: str = "",
         owner: str | None = None,
         tags: Iterable[str] = (),
+        labels: dict[str, str] | None = None,
         limits: Limits | None = None,
         progress: Progress | None = None,
         disassembler: Disassembler | None = None,
         prescan: LogPrescan | None = None,
     ) -> None:
         self.blobs = BlobWriter(session)
-        self.run = Run(id=new_run_id(), title=title, owner=owner, tags=list(tags))
+        self.run = Run(id=new_run_id(), title=title, owner=owner, tags=list(tags), labels=dict(labels or {}))
         # The op index's scan of each new text runs in a helper process, on the other core, unless
         # the log helper finds the terms as it scans.
         terms = None if prescan is not None and prescan.finds_terms else TermScanner()
@@ -114,6 +117,8 @@ class Ingest:
         self.pass_files.finish()
         RunWriter(self.state, self.cache_files.folders, self.traces).write()
         self.profiles.write()
+        versions = self.state.session.scalars(select(Compilation.triton_version).where(Compilation.run_id == self.run.id))
+        self.run.labels = with_triton(self.run.labels or {}, versions)
         return self.run
 
     def _check_something_ingested(self) -> None:

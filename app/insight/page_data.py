@@ -85,6 +85,7 @@ def compilation_summary(compilation: Compilation, urls: Urls, artifact_kinds: li
         "cache": compilation.cache_key,
         "cache_match": compilation.cache_match,
         "url": urls.compilation(compilation.run_id, compilation.ordinal),
+        "history_url": urls.kernel(compilation.kernel) if compilation.kernel else None,
     }
 
 
@@ -106,11 +107,14 @@ def _snapshot_stages(session: Session, compilation_pks: list[int]) -> dict[int, 
     }
 
 
-def run_summary(session: Session, run: Run, urls: Urls) -> dict:
+def run_summary(session: Session, run: Run, urls: Urls, warnings: bool = True) -> dict:
+    """The run's summary; `warnings=False` leaves its warnings out (the run page groups them itself)."""
     run_diagnostics = session.scalars(
         select(Diagnostic).where(Diagnostic.run_id == run.id, Diagnostic.compilation_pk.is_(None))
     ).all()
-    problems = session.scalars(select(Problem).where(Problem.run_id == run.id).order_by(Problem.pk)).all()
+    # plain rows, not objects: a big capture has thousands of warnings
+    problems = session.execute(select(Problem.kind, Problem.message, Problem.path, Problem.line, Problem.header)
+                               .where(Problem.run_id == run.id).order_by(Problem.pk)).all() if warnings else []
     compilations = list(run.compilations)
     by_pk = {c.pk: c for c in compilations}
     stages = _snapshot_stages(session, list(by_pk))
@@ -134,6 +138,7 @@ def run_summary(session: Session, run: Run, urls: Urls) -> dict:
         "owner": run.owner,
         "listed": bool(run.listed),
         "tags": run.tags or [],
+        "labels": run.labels or {},
         "input_bytes": run.input_bytes,
         "compilations": summaries,
         "diagnostics": [diagnostic_dict(d) for d in run_diagnostics],
@@ -388,6 +393,7 @@ def recent_runs(
             "created_at": iso_time(run.created_at),
             "owner": run.owner,
             "tags": run.tags or [],
+            "labels": run.labels or {},
             "compilations": n or 0,
             "damaged": run.damaged,
             "url": urls.run(run.id),

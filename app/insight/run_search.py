@@ -2,7 +2,7 @@
 
 A query is words, all of which must match. A bare word matches a run whose title, a tag, a kernel
 name or the uploader contains it (case-insensitive). A qualified word narrows it:
-`tag:NAME` (a tag, exactly), `kernel:TEXT`, `owner:NAME` (or `by:NAME`, exactly), `title:TEXT`.
+`tag:NAME` (a tag, exactly), `label:KEY=VALUE` (a label, exactly; `label:KEY`: has that label), `kernel:TEXT`, `owner:NAME` (or `by:NAME`, exactly), `title:TEXT`.
 Quote words with spaces: `title:"flash attention"`. Only runs the reader may list are searched.
 """
 
@@ -20,7 +20,7 @@ from app.insight.page_data import iso_time
 from app.store.models import Compilation, Run
 from app.urls import Urls
 
-FIELDS = {"tag": "tag", "kernel": "kernel", "owner": "owner", "by": "owner", "title": "title"}
+FIELDS = {"tag": "tag", "label": "label", "kernel": "kernel", "owner": "owner", "by": "owner", "title": "title"}
 KERNELS_SHOWN = 8
 
 
@@ -67,6 +67,14 @@ def _tag_text(value: str, exact: bool) -> str:
     return _like(f'"{encoded}"' if exact else encoded)
 
 
+def label_condition(value: str) -> ColumnElement[bool]:
+    """`KEY=VALUE` (that label, exactly) or `KEY` (any value), over the labels' JSON text as stored
+    (json.dumps: `{"triton": "3.7.1"}`)."""
+    key, sep, wanted = value.partition("=")
+    text = json.dumps(key.strip()) + ": " + (json.dumps(wanted.strip()) if sep else "")
+    return cast(Run.labels, String).ilike(_like(text), escape="\\")
+
+
 def _kernel(pattern: str) -> ColumnElement[bool]:
     return exists().where(Compilation.run_id == Run.id, Compilation.kernel.ilike(pattern, escape="\\"))
 
@@ -77,6 +85,8 @@ def _term(name: str, value: str) -> ColumnElement[bool]:
         return tags.ilike(_tag_text(value, exact=True), escape="\\")
     if name == "kernel":
         return _kernel(_like(value))
+    if name == "label":
+        return label_condition(value)
     if name == "owner":
         return func.lower(Run.owner) == value.lower()
     return Run.title.ilike(_like(value), escape="\\")

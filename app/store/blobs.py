@@ -4,6 +4,8 @@ Every blob row is addressed by the sha256 of its raw bytes and has one of four c
 
 - ``zstd``: ``data`` is one zstd frame of the whole text.
 - ``zstdx``: the same, recompressed at a strong level after ingest (app/store/recompress.py).
+- ``zstdm``: the same, merged or recompressed at the quick level that `irlens ingest` compacts at
+  before it returns (app/store/compaction.py); the server or `irlens compact` makes it ``zstdx`` later.
 - ``none``: ``data`` is the text itself.
 - ``zpack``: the text is a slice of a *pack*: ``pack_id`` is the pack's row (``Blob.pack`` its hash),
   ``data`` is ``b"<offset>"`` (ASCII digits; ``b"<pack hash>:<offset>"`` before migration 0010) and
@@ -41,7 +43,8 @@ MAX_IN_FLIGHT = 2  # packs being compressed at once: bounds the memory an ingest
 CODEC_ZSTD = "zstd"
 CODEC_PACKED = "zpack"
 CODEC_STRONG = "zstdx"  # a zstd frame recompressed at a strong level after ingest (app/store/recompress.py)
-ZSTD_CODECS = (CODEC_ZSTD, CODEC_STRONG)
+CODEC_QUICK = "zstdm"  # a zstd frame compacted at the quick level, to be made strong later (app/store/compaction.py)
+ZSTD_CODECS = (CODEC_ZSTD, CODEC_STRONG, CODEC_QUICK)
 _HASH = HexHash()  # how a hash given for a blob id column is bound (the INSERT looks its id up)
 
 

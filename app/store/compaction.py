@@ -16,7 +16,15 @@ An ingest stores its new texts in 4 MB packs, in the order it met them, compress
   (app/store/recompress.py), as is any pack a merge could not take.
 
 Strong packs are never merged again: each text is compressed once at the strong level whatever the
-database holds. On the shared corpus this stores the texts in 11% fewer bytes than recompressing
+database holds.
+
+`irlens ingest` compacts before it returns, so on the user's critical path: there the round is
+*quick* (``quick=True``, level `QUICK_LEVEL`, each pack compressed on two of zstd's threads) and its
+packs are marked ``zstdm``. The server's background round and
+`irlens compact` are strong: they merge fresh packs as above and recompress quick ones in place (a
+quick pack is already a merged, sorted one; app/store/recompress.py). On a 232 MB GPU autotune
+capture the quick round costs ~0.7 s of CPU and stores 64% of what ingest stored; the strong one
+55%, for ~37 s (bench/NOTES.md, round 11). On the shared corpus this stores the texts in 11% fewer bytes than recompressing
 each 4 MB pack alone; a cold read decompresses up to 16 MB instead of 4 (2 ms p50, 6 ms at most,
 against 1.4 and 2.5 ms; bench/NOTES.md, round 8).
 """
@@ -30,14 +38,18 @@ from dataclasses import dataclass
 from sqlalchemy import bindparam, delete, exists, func, select, update
 from sqlalchemy.orm import Session, aliased
 
-from app.store.blobs import CODEC_PACKED, CODEC_STRONG, CODEC_ZSTD, decompress, sha256
+from app.store.blobs import CODEC_PACKED, CODEC_ZSTD, decompress, sha256
 from app.store.models import STAGE_NAMES, Artifact, Blob, Compilation, Snapshot
-from app.store.recompress import DEFAULT_LEVEL, Recompressed, recompress_pending, strong_compressor
+from app.store.recompress import DEFAULT_LEVEL, Recompressed, codecs, recompress_pending, strong_compressor
 
 log = logging.getLogger("irlens")
 MERGED_BYTES = 16 << 20  # texts per merged pack: 4x an ingest's packs; a cold read decompresses it whole
 GATHER_BYTES = 64 << 20  # fresh texts sorted together: ~4x less gain when only 16 MB are (bench/NOTES.md)
 _CHUNK = 500  # ids per IN (...)
+# A quick round compresses each merged pack on two threads (zstd's own, in one frame: the same bytes
+# within 0.2%). Two packs compressed at once, or the next one gathered meanwhile, cost ~40 MB more
+# peak RSS for the same CPU (bench/NOTES.md, round 11).
+THREADS = 2
 
 _STAGE_RANK = {name: rank for rank, name in enumerate(STAGE_NAMES)}
 # A cache folder's file sorts after the passes of the stage it holds, assembly after every stage,
@@ -59,9 +71,10 @@ class _Member:
 
 
 def compact_pending(session_factory: Callable[[], Session], level: int = DEFAULT_LEVEL,
-                    stop: Callable[[], bool] = lambda: False) -> Recompressed:
-    """Merge every fresh pack, then recompress the fresh texts left, until `stop()` says so
-    (checked between merged packs and between texts)."""
+                    stop: Callable[[], bool] = lambda: False, quick: bool = False) -> Recompressed:
+    """Merge every fresh pack, then recompress the texts left that the round takes (quick: fresh
+    ones; strong: fresh and quick ones), until `stop()` says so (checked between merged packs and
+    between texts)."""
     done = Recompressed()
     if level <= 0:
         return done
@@ -76,11 +89,11 @@ def compact_pending(session_factory: Callable[[], Session], level: int = DEFAULT
                 break
             tried.update(gather)
             try:
-                merge_packs(session, gather, level, stop, done)
+                merge_packs(session, gather, level, stop, done, quick)
             except Exception:  # a damaged frame must not stop the others; it stays readable as it was
                 session.rollback()
                 log.exception("compact: merging packs %s failed", gather)
-    rest = recompress_pending(session_factory, level, stop)
+    rest = recompress_pending(session_factory, level, stop, quick)
     return Recompressed(done.blobs + rest.blobs, done.bytes_before + rest.bytes_before,
                         done.bytes_after + rest.bytes_after)
 
@@ -107,11 +120,13 @@ _MOVE = update(Blob.__table__).where(
 
 
 def merge_packs(session: Session, pack_ids: list[int], level: int = DEFAULT_LEVEL,
-                stop: Callable[[], bool] = lambda: False, done: Recompressed | None = None) -> Recompressed:
-    """Rewrite the texts of these fresh packs as merged strong packs, committing each merged pack
-    with its slices' moves, until `stop()` says so; then drop the old packs left empty. A text not
-    moved yet stays readable where it was (a later round gathers its pack again)."""
+                stop: Callable[[], bool] = lambda: False, done: Recompressed | None = None,
+                quick: bool = False) -> Recompressed:
+    """Rewrite the texts of these fresh packs as merged packs (quick or strong), committing each
+    merged pack with its slices' moves, until `stop()` says so; then drop the old packs left empty. A
+    text not moved yet stays readable where it was (a later round gathers its pack again)."""
     done = done if done is not None else Recompressed()
+    codec = codecs(quick)[1]
     members = [_Member(id_, size, pack_id, int(offset)) for id_, size, pack_id, offset in session.execute(
         select(Blob.id, Blob.size, Blob.pack_id, Blob.data)
         .where(Blob.pack_id.in_(pack_ids), Blob.codec == CODEC_PACKED))]
@@ -122,21 +137,11 @@ def merge_packs(session: Session, pack_ids: list[int], level: int = DEFAULT_LEVE
     for member in members:
         member.key = (*keys.get(member.id, ("", -1, 0, 0)), member.id)
     members.sort(key=lambda member: member.key)
+    threads = THREADS if quick else 0  # a strong round runs beside the server's pages: one core
     for chunk in _chunks(members) if len(members) > 1 else ():
         if stop():
             break
-        raw = _texts(session, chunk)
-        frame = strong_compressor(level, window_log=(len(raw) - 1).bit_length()).compress(raw)
-        pack = Blob(hash=sha256(raw), size=len(raw), codec=CODEC_STRONG, data=frame)
-        session.add(pack)
-        session.flush()
-        moves, offset = [], 0
-        for member in chunk:
-            moves.append({"member": member.id, "old": member.pack_id, "new": pack.id, "offset": b"%d" % offset})
-            offset += member.size
-        session.execute(_MOVE, moves)
-        session.commit()
-        done.bytes_after += len(frame)
+        _write_merged(session, chunk, _compress(_texts(session, chunk), level, threads), codec, done)
     # The old packs no slice points into any more (a concurrent deletion may have taken some).
     emptied = session.scalars(select(Blob.id).where(Blob.id.in_(list(frame_sizes)), Blob.codec == CODEC_ZSTD,
                                                     ~exists().where(_Slice.pack_id == Blob.id))).all()
@@ -147,22 +152,48 @@ def merge_packs(session: Session, pack_ids: list[int], level: int = DEFAULT_LEVE
     return done
 
 
-def _texts(session: Session, chunk: list[_Member]) -> bytes:
-    """The chunk's texts back to back, each old pack decompressed once (one at a time)."""
-    by_pack: dict[int, list[_Member]] = {}
+def _compress(raw: bytearray, level: int, threads: int = 0) -> tuple[str, int, bytes]:
+    """(hash, size, frame) of a merged pack: a window as large as the pack."""
+    compressor = strong_compressor(level, window_log=(len(raw) - 1).bit_length(), threads=threads)
+    return sha256(raw), len(raw), compressor.compress(raw)
+
+
+def _write_merged(session: Session, chunk: list[_Member], compressed: tuple[str, int, bytes], codec: str,
+                  done: Recompressed) -> None:
+    """Insert a merged pack and move its slices into it, in one transaction."""
+    digest, size, frame = compressed
+    pack = Blob(hash=digest, size=size, codec=codec, data=frame)
+    session.add(pack)
+    session.flush()
+    moves, offset = [], 0
     for member in chunk:
-        by_pack.setdefault(member.pack_id, []).append(member)
-    pieces: dict[int, bytes] = {}
+        moves.append({"member": member.id, "old": member.pack_id, "new": pack.id, "offset": b"%d" % offset})
+        offset += member.size
+    session.execute(_MOVE, moves)
+    session.commit()
+    done.bytes_after += len(frame)
+
+
+def _texts(session: Session, chunk: list[_Member]) -> bytearray:
+    """The chunk's texts back to back, copied once into one buffer from each old pack, decompressed
+    once (one at a time): 16 MB held, not a copy per text and a joined copy."""
+    by_pack: dict[int, list[tuple[_Member, int]]] = {}
+    position = 0
+    for member in chunk:
+        by_pack.setdefault(member.pack_id, []).append((member, position))
+        position += member.size
+    out = bytearray(position)
     for pack_id, members in by_pack.items():
         frame = session.scalar(select(Blob.data).where(Blob.id == pack_id))
         session.rollback()
         if frame is None:
             raise LookupError(f"pack {pack_id} is missing")
-        raw = decompress(bytes(frame))
-        for member in members:
-            pieces[member.id] = raw[member.offset : member.offset + member.size]
-        del raw
-    return b"".join(pieces[member.id] for member in chunk)
+        raw = memoryview(decompress(bytes(frame)))
+        del frame
+        for member, at in members:
+            out[at : at + member.size] = raw[member.offset : member.offset + member.size]
+        raw.release()
+    return out
 
 
 def _chunks(members: list[_Member]) -> list[list[_Member]]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import create_engine, event, inspect, make_url, text
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.store import json_values
@@ -29,7 +30,7 @@ log = logging.getLogger("irlens")
 ROOT = Path(__file__).resolve().parents[2]
 MIGRATIONS_DIR = ROOT / "migrations"
 INITIAL_REVISION = "0001"  # the schema create_all made before irlens had migrations
-SCHEMA_REVISION = "0018"  # the newest file in migrations/versions (a test keeps the two in step)
+SCHEMA_REVISION = "0021_i33b"  # the newest file in migrations/versions (a test keeps the two in step)
 _PG_MIGRATION_LOCK = 0x6972_6C65  # any constant: one pg_advisory lock id for "irlens schema change"
 
 
@@ -237,6 +238,25 @@ class Database:
                 finally:
                     connection.execute(text("SELECT pg_advisory_unlock(:key)"), key)
                     connection.commit()
+
+    def release_free_pages(self, min_share: float = 0.25) -> bool:
+        """SQLite: VACUUM when free pages are at least `min_share` of the file, as after a compaction
+        of a database that holds little but this ingest (the packs it merged are dropped, their pages
+        kept), so that the file is what is stored. A database where they are a small share is left
+        as it is: VACUUM rewrites the whole file, and the next ingest reuses free pages anyway.
+        True when it vacuumed; False otherwise, or when another connection held the database."""
+        if self.engine.dialect.name != "sqlite" or make_url(self.url).database in (None, "", ":memory:"):
+            return False
+        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            free = connection.exec_driver_sql("PRAGMA freelist_count").scalar() or 0
+            pages = connection.exec_driver_sql("PRAGMA page_count").scalar() or 0
+            if not pages or free < pages * min_share:
+                return False
+            try:
+                connection.exec_driver_sql("VACUUM")
+            except OperationalError:  # a reader or writer elsewhere: the free pages stay for reuse
+                return False
+        return True
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -13,6 +13,7 @@ import zlib
 from datetime import UTC, datetime
 
 from sqlalchemy import (
+    DDL,
     JSON,
     Boolean,
     DateTime,
@@ -25,6 +26,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     case,
+    event,
     false,
     func,
     select,
@@ -114,7 +116,7 @@ def to_db_hash(value: str | None) -> bytes | None:
         return b"?" + value.encode("utf-8", "replace")
 
 
-_RECOMPRESS_PENDING = "codec = 'zstd'"
+_RECOMPRESS_PENDING = "codec IN ('zstd', 'zstdm')"  # fresh, and quick-compacted (migration 0020_i32)
 
 
 class Blob(Base):
@@ -124,7 +126,7 @@ class Blob(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)  # SQLite: the rowid itself
     hash: Mapped[str] = mapped_column(HexHash, unique=True)  # sha256 of the raw bytes
     size: Mapped[int] = mapped_column(Integer)
-    codec: Mapped[str] = mapped_column(String(8))  # "zstd" | "zstdx" | "none" | "zpack" (see app/store/blobs.py)
+    codec: Mapped[str] = mapped_column(String(8))  # "zstd" | "zstdx" | "zstdm" | "none" | "zpack" (see app/store/blobs.py)
     data: Mapped[bytes] = mapped_column(LargeBinary)
     # For "zpack" rows: the pack blob holding this text, which must live while this row does
     # (its hash: `Blob.pack`, below).
@@ -211,6 +213,12 @@ class Run(Base):
     stats: Mapped[dict] = mapped_column(JSON, default=dict)
     # Autotuning tables and sessions the run's logs printed (parsers/autotuning/autotune.py); None: none seen.
     autotune: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    # {"triton": "3.7.1", "commit": "abc123", ...}: what the run was made with (app/store/labels.py);
+    # kernel history orders and filters runs by them. None: a run stored before labels existed.
+    labels: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    # The version of the kernel history points written for this run (app/insight/kernel_points.py
+    # VERSION); None: not yet (they are written after ingest, in the background or when first read).
+    points_version: Mapped[int | None] = mapped_column(Integer, nullable=True, index=True)
     compilations: Mapped[list[Compilation]] = relationship(
         back_populates="run", order_by="Compilation.ordinal", cascade="all, delete-orphan"
     )
@@ -245,6 +253,9 @@ class Compilation(Base):
     # What its cubin or AMDGCN says (registers, stack, static shared...), read at ingest: the binary
     # itself is not kept (app/insight/resources.py turns it into what the pages show).
     resources: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    # What its IR says of its config, read once by the background preparation (app/insight/precompute.py)
+    # so a run page matches autotune configs without reading texts: {"tile", "num_warps", "module"}
+    derived: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     run: Mapped[Run] = relationship(back_populates="compilations")
     snapshots: Mapped[list[Snapshot]] = relationship(order_by="Snapshot.index", cascade="all, delete-orphan")
     artifacts: Mapped[list[Artifact]] = relationship(order_by="Artifact.pk", cascade="all, delete-orphan")
@@ -515,3 +526,48 @@ class ProfileKernel(Base):
     joined_by: Mapped[str | None] = mapped_column(String(32))  # "hash" | "launch" | "name"
     totals: Mapped[dict] = mapped_column(JSON, default=dict)
     data: Mapped[dict] = mapped_column(ZippedJSON)
+
+
+class HistoryGeneration(Base):
+    """One row (id 1) whose `value` goes up with every change to what kernel history lists: a run's
+    points written or deleted, a run listed or unlisted (app/store/generation.py). Every worker
+    process keeps the list of kernels (a scan of all points) for as long as the value stands."""
+
+    __tablename__ = "history_generation"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    value: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class KernelPoint(Base):
+    """One compilation as a point of its kernel's history (app/insight/kernel_points.py): the numbers
+    the history pages and `irlens check` read, summed up once at ingest so that a kernel's history
+    over thousands of runs is one indexed read. A series is a kernel name, a target and a config
+    (`series`: its canonical JSON, `config`: the same as a dict). Deleted with its run or compilation."""
+
+    __tablename__ = "kernel_points"
+    compilation_pk: Mapped[int] = mapped_column(ForeignKey("compilations.pk", ondelete="CASCADE"), primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))  # the run's: points sort by it
+    kernel: Mapped[str] = mapped_column(String(500))
+    target: Mapped[str | None] = mapped_column(String(100))
+    series: Mapped[str] = mapped_column(String(1000))
+    config: Mapped[dict] = mapped_column(JSON, default=dict)
+    triton_version: Mapped[str | None] = mapped_column(String(50))
+    status: Mapped[str] = mapped_column(String(16), default="ok")
+    registers: Mapped[int | None] = mapped_column(Integer)
+    spill_bytes: Mapped[int | None] = mapped_column(Integer)
+    shared_bytes: Mapped[int | None] = mapped_column(Integer)
+    occupancy: Mapped[float | None] = mapped_column(Float)
+    time_ns: Mapped[float | None] = mapped_column(Float)
+    autotune_ms: Mapped[float | None] = mapped_column(Float)
+    picked: Mapped[bool | None] = mapped_column(Boolean)
+    passes_changed: Mapped[int | None] = mapped_column(Integer)
+    ir_lines: Mapped[dict] = mapped_column(JSON, default=dict)
+    ops: Mapped[dict] = mapped_column(JSON, default=dict)
+    # A kernel's history reads its points newest first; the list of kernels groups by name.
+    __table_args__ = (Index("ix_kernel_points_kernel_created", "kernel", "created_at", "run_id"),)
+
+
+# The one generation row exists from the start (a schema made from these models, or migration 0019_i34).
+event.listen(HistoryGeneration.__table__, "after_create",
+             DDL("INSERT INTO history_generation (id, value) VALUES (1, 0)"))

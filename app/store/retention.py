@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, aliased
 
 from app.store.db import Database
+from app.store.generation import bump_history
 from app.store.models import (
     AdjacentDiff,
     Artifact,
@@ -27,6 +28,7 @@ from app.store.models import (
     CompilationTerm,
     Diagnostic,
     InputRecord,
+    KernelPoint,
     Launch,
     LineIndex,
     LineIndexPack,
@@ -86,6 +88,8 @@ def _delete_rows(session: Session, run_id: str) -> None:
     profiles = select(Profile.pk).where(Profile.run_id == run_id).scalar_subquery()
     session.execute(delete(ProfileKernel).where(ProfileKernel.profile_pk.in_(profiles)))
     session.execute(delete(Profile).where(Profile.run_id == run_id))
+    session.execute(delete(KernelPoint).where(KernelPoint.run_id == run_id))
+    bump_history(session)
     for model in (Snapshot, Artifact, Timing, Launch, CompilationTerm):
         session.execute(delete(model).where(model.compilation_pk.in_(compilations)))
     for model in (Diagnostic, Compilation, Source, InputRecord, Problem):

@@ -33,6 +33,7 @@ from app.web.views import (
     diffs,
     files,
     history,
+    kernels,
     layout,
     line_map,
     manage,
@@ -126,7 +127,7 @@ def create_app(settings: Settings | None = None, background: bool = True) -> Fas
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     for router in (
         meta.router, runs.router, compilations.router, snapshots.router, files.router, line_map.router, sources.router,
-        history.router, diffs.router, compare.router, replay.router,
+        history.router, kernels.router, diffs.router, compare.router, replay.router,
         layout.router, auth_views.router, manage.router,
     ):
         app.include_router(router)

@@ -102,4 +102,4 @@ def downgrade() -> None:
     else:
         op.execute("UPDATE blobs SET data = CAST(pack || ':' || CAST(data AS TEXT) AS BLOB) WHERE codec = 'zpack'")
     # recompressed frames read as plain zstd ones before this revision
-    op.execute("UPDATE blobs SET codec = 'zstd' WHERE codec = 'zstdx'")
+    op.execute("UPDATE blobs SET codec = 'zstd' WHERE codec IN ('zstdx', 'zstdm')")

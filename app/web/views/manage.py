@@ -11,7 +11,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Form, HTTPException, Request
 from fastapi.responses import JSONResponse, RedirectResponse
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, object_session
 
 from app.insight.op_search import search_compilations, split_query
 from app.insight.page_data import iso_time
@@ -19,6 +19,8 @@ from app.insight.remark_search import search_remarks, split_remarks
 from app.insight.run_search import search_runs
 from app.insight.search_suggest import suggest
 from app.settings import Settings
+from app.store.generation import bump_history
+from app.store.labels import LabelError, labels_text, parse_labels
 from app.store.models import Run
 from app.store.retention import delete_run
 from app.urls import Urls
@@ -62,6 +64,8 @@ def run_fields(run: Run, urls: Urls, identity: Identity, settings: Settings) -> 
         "url": urls.run(run.id),
         "title": run.title,
         "tags": run.tags or [],
+        "labels": run.labels or {},
+        "labels_text": labels_text(run.labels),
         "listed": bool(run.listed),
         "owner": run.owner,
         "created_at": iso_time(run.created_at),
@@ -71,8 +75,12 @@ def run_fields(run: Run, urls: Urls, identity: Identity, settings: Settings) -> 
     }
 
 
-def _apply(run: Run, title: str | None, tags: list[str] | None, listed: bool | None) -> list[str]:
+def _apply(run: Run, title: str | None, tags: list[str] | None, listed: bool | None,
+           labels: dict[str, str] | None = None) -> list[str]:
     changed = []
+    if labels is not None and labels != (run.labels or {}):
+        run.labels = labels
+        changed.append("labels")
     if title is not None and title.strip()[:300] != run.title:
         run.title = title.strip()[:300]
         changed.append("title")
@@ -82,6 +90,7 @@ def _apply(run: Run, title: str | None, tags: list[str] | None, listed: bool | N
     if listed is not None and listed != bool(run.listed):
         run.listed = listed
         changed.append("listed")
+        bump_history(object_session(run))  # who sees the run's kernels changed
     return changed
 
 
@@ -140,13 +149,15 @@ def edit_form(
     title: Annotated[str | None, Form()] = None,
     tags: Annotated[str | None, Form()] = None,
     listed: Annotated[str | None, Form()] = None,
+    labels: Annotated[str | None, Form()] = None,
 ):
     settings: Settings = request.app.state.settings
     run = _load_run(session, run_id)
     check_may_change(identity, run, settings)
+    new_labels = _labels(labels)
     # The form sends listed=0 from a hidden field, then listed=1 if the box is ticked: the last one counts.
     listed_value = None if listed is None else listed.lower() not in ("", "0", "off", "false")
-    changed = _apply(run, title, parse_tags(tags) if tags is not None else None, listed_value)
+    changed = _apply(run, title, parse_tags(tags) if tags is not None else None, listed_value, new_labels)
     session.commit()
     forget_runs(run.id)
     _log_change(identity, run, changed)
@@ -170,10 +181,10 @@ def edit_json(
     settings: Settings = request.app.state.settings
     run = _load_run(session, run_id)
     check_may_change(identity, run, settings)
-    unknown = set(changes) - {"title", "tags", "listed"}
+    unknown = set(changes) - {"title", "tags", "listed", "labels"}
     if unknown:
         raise HTTPException(
-            422, f"unknown fields: {', '.join(sorted(unknown))} (title, tags and listed can change)"
+            422, f"unknown fields: {', '.join(sorted(unknown))} (title, tags, labels and listed can change)"
         )
     title = changes.get("title")
     listed = changes.get("listed")
@@ -182,11 +193,24 @@ def edit_json(
     ):
         raise HTTPException(422, "title must be a string and listed true or false")
     tags = parse_tags(changes["tags"]) if "tags" in changes else None
-    changed = _apply(run, title, tags, listed)
+    new_labels = _labels(changes["labels"]) if "labels" in changes else None
+    changed = _apply(run, title, tags, listed, new_labels)
     session.commit()
     forget_runs(run.id)
     _log_change(identity, run, changed)
     return run_fields(run, urls, identity, settings)
+
+
+def _labels(value) -> dict[str, str] | None:
+    """Labels from the form ("k=v, k2=v2") or JSON (a dict, or a list of "k=v"); 422 when malformed."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, list, dict)) or (isinstance(value, list) and not all(isinstance(v, str) for v in value)):
+        raise HTTPException(422, "labels must be a dict of text values, or KEY=VALUE strings")
+    try:
+        return parse_labels(value)
+    except LabelError as error:
+        raise HTTPException(422, str(error)) from error
 
 
 def _log_change(identity: Identity, run: Run, changed: list[str]) -> None:
