@@ -18,6 +18,12 @@ zstd frame over a few megabytes of them stores each repeat as a back-reference. 
 decompression (no chains); readers cache recent packs, by hash. The garbage collector
 (app/store/retention.py) keeps a pack while any ``zpack`` row points into it.
 
+A compacting ingest (`irlens ingest` without `--no-compact`: ``quick_level``) writes its packs
+compressed once at the quick level, 16 MB each, marked ``zstdm``: on a 232 MB GPU autotune capture that
+stores 67% of the fast packs' bytes (the sorted merge of app/store/compaction.py: 64%) at the same
+CPU as that merge, but on the worker thread while the log is parsed, with no second pass that
+decompresses, merges and rewrites the packs (bench/NOTES.md, round 11b).
+
 Writing: `BlobWriter.put` hashes (unless the same bytes object was just hashed: the log scanner hands
 out one object for a body equal to a recent one), skips hashes already stored, and collects new texts;
 every `PACK_BYTES` of them is checked against the database in one query and compressed on a worker
@@ -39,6 +45,10 @@ from app.store.models import Blob, HexHash
 
 PACK_BYTES = 4 << 20  # raw bytes per pack: bigger compresses a little better, reads a little slower
 PACK_COUNT = 2000  # most texts per pack (and per existence query)
+# A compacting ingest's packs (`BlobWriter(quick_level=...)`): four times larger, so that one frame's
+# window reaches the near copies a log prints megabytes apart (another config's same pass).
+QUICK_PACK_BYTES = 16 << 20
+QUICK_IN_FLIGHT = 1  # one such pack compressed while the next is gathered: the level keeps up with parsing
 MAX_IN_FLIGHT = 2  # packs being compressed at once: bounds the memory an ingest holds
 CODEC_ZSTD = "zstd"
 CODEC_PACKED = "zpack"
@@ -155,35 +165,50 @@ def _compressor(params: zstandard.ZstdCompressionParameters) -> zstandard.ZstdCo
     return entry[1]
 
 
-def _compress_pack(members: list[tuple[str, bytes]], params: zstandard.ZstdCompressionParameters) -> list[dict]:
+def _compress_pack(members: list[tuple[str, bytes]], params: zstandard.ZstdCompressionParameters,
+                   codec: str = CODEC_ZSTD) -> list[dict]:
     """Blob rows for new texts: one zstd blob if alone, else a pack and a `zpack` row per text.
 
     Runs on the worker thread: hashing and compressing release the GIL."""
     compressor = _compressor(params)
     if len(members) == 1:
         digest, data = members[0]
-        return [{"hash": digest, "size": len(data), "codec": CODEC_ZSTD, "data": compressor.compress(data), "pack_id": None}]
+        return [{"hash": digest, "size": len(data), "codec": codec, "data": compressor.compress(data), "pack_id": None}]
     raw = b"".join(data for _, data in members)
+    sizes = [(digest, len(data)) for digest, data in members]
+    members.clear()  # the texts held once (joined) while a 16 MB pack is compressed: the list is the writer's own
     pack = sha256(raw)
-    rows = [{"hash": pack, "size": len(raw), "codec": CODEC_ZSTD, "data": compressor.compress(raw), "pack_id": None}]
+    rows = [{"hash": pack, "size": len(raw), "codec": codec, "data": compressor.compress(raw), "pack_id": None}]
     offset = 0
-    for digest, data in members:
+    for digest, size in sizes:
         rows.append(
-            {"hash": digest, "size": len(data), "codec": CODEC_PACKED, "data": b"%d" % offset, "pack_id": pack}
+            {"hash": digest, "size": size, "codec": CODEC_PACKED, "data": b"%d" % offset, "pack_id": pack}
         )
-        offset += len(data)
+        offset += size
     return rows
 
 
 class BlobWriter:
     """Collects new blobs during one ingest and writes them in the ingest's transaction."""
 
-    def __init__(self, session: Session, level: int | None = None) -> None:
+    def __init__(self, session: Session, level: int | None = None, quick_level: int | None = None) -> None:
+        """`quick_level`: write packs of up to QUICK_PACK_BYTES at this level, marked ``zstdm`` (a
+        compacting ingest: app/store/compaction.py has nothing left to merge)."""
         self.session = session
-        self.params = (
-            compression_params() if level is None
-            else zstandard.ZstdCompressionParameters.from_level(level, write_content_size=True)
-        )
+        self.codec = CODEC_QUICK if quick_level else CODEC_ZSTD
+        self.pack_bytes = QUICK_PACK_BYTES if quick_level else PACK_BYTES
+        self.in_flight = QUICK_IN_FLIGHT if quick_level else MAX_IN_FLIGHT
+        if quick_level:
+            window = max(zstandard.ZstdCompressionParameters.from_level(quick_level).window_log,
+                         (QUICK_PACK_BYTES - 1).bit_length())
+            # 512K-entry tables: the same bytes as level 9's own (within 0.2%), less CPU and memory
+            self.params = zstandard.ZstdCompressionParameters.from_level(
+                quick_level, window_log=window, hash_log=19, chain_log=19, write_content_size=True,
+                write_checksum=False)
+        elif level is None:
+            self.params = compression_params()
+        else:
+            self.params = zstandard.ZstdCompressionParameters.from_level(level, write_content_size=True)
         self.packs = 0
         self.seen: set[str] = set()
         self.pending: list[tuple[str, bytes]] = []
@@ -212,7 +237,7 @@ class BlobWriter:
         self.seen.add(digest)
         self.pending.append((digest, data))
         self.pending_bytes += len(data)
-        if self.pending_bytes >= PACK_BYTES or len(self.pending) >= PACK_COUNT:
+        if self.pending_bytes >= self.pack_bytes or len(self.pending) >= PACK_COUNT * self.pack_bytes // PACK_BYTES:
             self._seal()
         return digest
 
@@ -235,14 +260,16 @@ class BlobWriter:
         if not self.pending:
             return
         pending, self.pending, self.pending_bytes = self.pending, [], 0
-        existing = self._existing([digest for digest, _ in pending])
+        digests = [digest for digest, _ in pending]
+        existing = set().union(*(self._existing(digests[at : at + PACK_COUNT])
+                                 for at in range(0, len(digests), PACK_COUNT)))
         members = [item for item in pending if item[0] not in existing] if existing else pending
         if members:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="irlens-blobs")
             self.packs += 1
-            self._in_flight.append(self._pool.submit(_compress_pack, members, self.params))
-        while self._in_flight and (len(self._in_flight) > MAX_IN_FLIGHT or self._in_flight[0].done()):
+            self._in_flight.append(self._pool.submit(_compress_pack, members, self.params, self.codec))
+        while self._in_flight and (len(self._in_flight) > self.in_flight or self._in_flight[0].done()):
             self._store(self._in_flight.popleft().result())
 
     def _existing(self, digests: list[str]) -> set[str]:
