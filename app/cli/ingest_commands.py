@@ -73,6 +73,8 @@ def _ingest_paths(args: argparse.Namespace, prescan) -> int:
             if bar:
                 bar.close()
         summary["compaction"] = _compact_fresh(db, level, quick) if compact else None
+        if summary["compaction"] is not None and quick:  # what the ingest itself wrote compacted
+            summary["compaction"].update(written_frames=ingest.blobs.new_blobs, written_bytes=ingest.blobs.stored_bytes)
     finally:
         db.dispose()
     if args.json:
@@ -118,7 +120,9 @@ def _compaction_line(compaction: dict | None, level: int) -> str:
         return f"not compacted ({why}): `irlens compact` (or a server on this database) does it later"
     if "error" in compaction:
         return "not compacted: compaction failed (see the warning above)"
-    return (f"compacted {compaction['frames']} stored frames at zstd level {level}: "
+    written = (f"{compaction['written_frames']} new frames written as {compaction['written_bytes']:,} bytes, then "
+               if "written_frames" in compaction else "")
+    return (f"compacted at zstd level {level}: {written}{compaction['frames']} stored frames "
             f"{compaction['bytes_before']:,} -> {compaction['bytes_after']:,} bytes in {compaction['seconds']:.2f} s")
 
 def cmd_upload(args: argparse.Namespace) -> int:
