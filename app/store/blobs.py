@@ -18,11 +18,13 @@ zstd frame over a few megabytes of them stores each repeat as a back-reference. 
 decompression (no chains); readers cache recent packs, by hash. The garbage collector
 (app/store/retention.py) keeps a pack while any ``zpack`` row points into it.
 
-A compacting ingest (`irlens ingest` without `--no-compact`: ``quick_level``) writes its packs
-compressed once at the quick level, 16 MB each, marked ``zstdm``: on a 232 MB GPU autotune capture that
-stores 67% of the fast packs' bytes (the sorted merge of app/store/compaction.py: 64%) at the same
-CPU as that merge, but on the worker thread while the log is parsed, with no second pass that
-decompresses, merges and rewrites the packs (bench/NOTES.md, round 11b).
+A compacting ingest (`irlens ingest` without `--no-compact`: ``quick_level``) stores 16 MB packs at the
+quick level, marked ``zstdm``, in the order the log printed the texts: a 16 MB window reaches the near
+copies an autotuned log prints megabytes apart, so this stores within a few percent of merging and
+sorting the 4 MB packs afterwards (app/store/compaction.py), with no second pass over them in the
+database. The parser never waits for the slow level: texts are compressed fast in 4 MB frames as
+always, and those small frames queue for a second worker that compresses four at a time again at
+the quick level, mostly while the ingest does its other work (bench/NOTES.md, round 11b).
 
 Writing: `BlobWriter.put` hashes (unless the same bytes object was just hashed: the log scanner hands
 out one object for a body equal to a recent one), skips hashes already stored, and collects new texts;
@@ -48,7 +50,6 @@ PACK_COUNT = 2000  # most texts per pack (and per existence query)
 # A compacting ingest's packs (`BlobWriter(quick_level=...)`): four times larger, so that one frame's
 # window reaches the near copies a log prints megabytes apart (another config's same pass).
 QUICK_PACK_BYTES = 16 << 20
-QUICK_IN_FLIGHT = 1  # one such pack compressed while the next is gathered: the level keeps up with parsing
 MAX_IN_FLIGHT = 2  # packs being compressed at once: bounds the memory an ingest holds
 CODEC_ZSTD = "zstd"
 CODEC_PACKED = "zpack"
@@ -165,25 +166,57 @@ def _compressor(params: zstandard.ZstdCompressionParameters) -> zstandard.ZstdCo
     return entry[1]
 
 
-def _compress_pack(members: list[tuple[str, bytes]], params: zstandard.ZstdCompressionParameters,
-                   codec: str = CODEC_ZSTD) -> list[dict]:
+def _compress_pack(members: list[tuple[str, bytes]], params: zstandard.ZstdCompressionParameters) -> list[dict]:
     """Blob rows for new texts: one zstd blob if alone, else a pack and a `zpack` row per text.
 
     Runs on the worker thread: hashing and compressing release the GIL."""
     compressor = _compressor(params)
     if len(members) == 1:
         digest, data = members[0]
-        return [{"hash": digest, "size": len(data), "codec": codec, "data": compressor.compress(data), "pack_id": None}]
+        return [{"hash": digest, "size": len(data), "codec": CODEC_ZSTD, "data": compressor.compress(data), "pack_id": None}]
     raw = b"".join(data for _, data in members)
-    sizes = [(digest, len(data)) for digest, data in members]
-    members.clear()  # the texts held once (joined) while a 16 MB pack is compressed: the list is the writer's own
     pack = sha256(raw)
-    rows = [{"hash": pack, "size": len(raw), "codec": codec, "data": compressor.compress(raw), "pack_id": None}]
+    rows = [{"hash": pack, "size": len(raw), "codec": CODEC_ZSTD, "data": compressor.compress(raw), "pack_id": None}]
+    offset = 0
+    for digest, data in members:
+        rows.append(
+            {"hash": digest, "size": len(data), "codec": CODEC_PACKED, "data": b"%d" % offset, "pack_id": pack}
+        )
+        offset += len(data)
+    return rows
+
+
+def _fast_frame(members: list[tuple[str, bytes]], params: zstandard.ZstdCompressionParameters,
+                ) -> tuple[list[tuple[str, int]], bytes]:
+    """(the texts' hashes and sizes, one fast frame of them back to back): what waits for a quick
+    pack, at a few percent of the texts' bytes."""
+    raw = b"".join(data for _, data in members) if len(members) > 1 else members[0][1]
+    return [(digest, len(data)) for digest, data in members], _compressor(params).compress(raw)
+
+
+def _quick_pack(frames: list[tuple[list[tuple[str, int]], bytes]], params: zstandard.ZstdCompressionParameters,
+                ) -> list[dict]:
+    """Blob rows for a group of fast frames: their texts back to back in one ``zstdm`` pack (or
+    blob, if one text), compressed once at the quick level with a window as large as the pack."""
+    sizes = [member for members, _ in frames for member in members]
+    total = sum(size for _, size in sizes)
+    # streamed: one fast frame decompressed at a time, the texts held once (in zstd's window)
+    compressor = _compressor(params).compressobj(size=total)
+    hasher, out = hashlib.sha256(), []
+    for _, fast in frames:
+        part = decompress(fast)
+        hasher.update(part)
+        out.append(compressor.compress(part))
+        del part
+    out.append(compressor.flush())
+    frame = b"".join(out)
+    if len(sizes) == 1:
+        return [{"hash": sizes[0][0], "size": total, "codec": CODEC_QUICK, "data": frame, "pack_id": None}]
+    pack = hasher.hexdigest()
+    rows = [{"hash": pack, "size": total, "codec": CODEC_QUICK, "data": frame, "pack_id": None}]
     offset = 0
     for digest, size in sizes:
-        rows.append(
-            {"hash": digest, "size": size, "codec": CODEC_PACKED, "data": b"%d" % offset, "pack_id": pack}
-        )
+        rows.append({"hash": digest, "size": size, "codec": CODEC_PACKED, "data": b"%d" % offset, "pack_id": pack})
         offset += size
     return rows
 
@@ -192,23 +225,24 @@ class BlobWriter:
     """Collects new blobs during one ingest and writes them in the ingest's transaction."""
 
     def __init__(self, session: Session, level: int | None = None, quick_level: int | None = None) -> None:
-        """`quick_level`: write packs of up to QUICK_PACK_BYTES at this level, marked ``zstdm`` (a
-        compacting ingest: app/store/compaction.py has nothing left to merge)."""
+        """`quick_level`: store packs of up to QUICK_PACK_BYTES at this level, marked ``zstdm`` (a
+        compacting ingest: app/store/compaction.py has nothing left to merge). Texts are first
+        compressed fast in 4 MB frames, as always, so that the parser never waits for the slow level:
+        those small frames queue for a second worker, which decompresses four at a time and compresses
+        them again at `quick_level`, mostly while the ingest does its other work."""
         self.session = session
-        self.codec = CODEC_QUICK if quick_level else CODEC_ZSTD
-        self.pack_bytes = QUICK_PACK_BYTES if quick_level else PACK_BYTES
-        self.in_flight = QUICK_IN_FLIGHT if quick_level else MAX_IN_FLIGHT
+        self.params = (
+            compression_params() if level is None
+            else zstandard.ZstdCompressionParameters.from_level(level, write_content_size=True)
+        )
+        self.quick_params = None
         if quick_level:
             window = max(zstandard.ZstdCompressionParameters.from_level(quick_level).window_log,
                          (QUICK_PACK_BYTES - 1).bit_length())
             # 512K-entry tables: the same bytes as level 9's own (within 0.2%), less CPU and memory
-            self.params = zstandard.ZstdCompressionParameters.from_level(
+            self.quick_params = zstandard.ZstdCompressionParameters.from_level(
                 quick_level, window_log=window, hash_log=19, chain_log=19, write_content_size=True,
                 write_checksum=False)
-        elif level is None:
-            self.params = compression_params()
-        else:
-            self.params = zstandard.ZstdCompressionParameters.from_level(level, write_content_size=True)
         self.packs = 0
         self.seen: set[str] = set()
         self.pending: list[tuple[str, bytes]] = []
@@ -218,6 +252,11 @@ class BlobWriter:
         self._recent: OrderedDict[int, tuple[bytes, str]] = OrderedDict()  # id(data) -> (data, digest)
         self._pool: ThreadPoolExecutor | None = None
         self._in_flight: deque[Future] = deque()
+        # quick_level: fast frames gathered for the next quick pack, and the quick packs being compressed
+        self._group: list[tuple[list[tuple[str, int]], bytes]] = []
+        self._group_bytes = 0
+        self._quick_pool: ThreadPoolExecutor | None = None
+        self._quick: deque[Future] = deque()
 
     def digest(self, data: bytes) -> str:
         """sha256 of `data`, remembered for the last few bytes objects (by identity, not by value)."""
@@ -237,7 +276,7 @@ class BlobWriter:
         self.seen.add(digest)
         self.pending.append((digest, data))
         self.pending_bytes += len(data)
-        if self.pending_bytes >= self.pack_bytes or len(self.pending) >= PACK_COUNT * self.pack_bytes // PACK_BYTES:
+        if self.pending_bytes >= PACK_BYTES or len(self.pending) >= PACK_COUNT:
             self._seal()
         return digest
 
@@ -260,17 +299,39 @@ class BlobWriter:
         if not self.pending:
             return
         pending, self.pending, self.pending_bytes = self.pending, [], 0
-        digests = [digest for digest, _ in pending]
-        existing = set().union(*(self._existing(digests[at : at + PACK_COUNT])
-                                 for at in range(0, len(digests), PACK_COUNT)))
+        existing = self._existing([digest for digest, _ in pending])
         members = [item for item in pending if item[0] not in existing] if existing else pending
         if members:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="irlens-blobs")
-            self.packs += 1
-            self._in_flight.append(self._pool.submit(_compress_pack, members, self.params, self.codec))
-        while self._in_flight and (len(self._in_flight) > self.in_flight or self._in_flight[0].done()):
-            self._store(self._in_flight.popleft().result())
+            if self.quick_params is None:
+                self.packs += 1
+                self._in_flight.append(self._pool.submit(_compress_pack, members, self.params))
+            else:
+                self._in_flight.append(self._pool.submit(_fast_frame, members, self.params))
+        while self._in_flight and (len(self._in_flight) > MAX_IN_FLIGHT or self._in_flight[0].done()):
+            self._done(self._in_flight.popleft().result())
+
+    def _done(self, result) -> None:
+        """A fast worker's result: blob rows to write, or (quick_level) a fast frame to gather."""
+        if self.quick_params is None:
+            self._store(result)
+            return
+        self._group.append(result)
+        self._group_bytes += sum(size for _, size in result[0])
+        if self._group_bytes >= QUICK_PACK_BYTES:
+            self._send_group()
+        while self._quick and self._quick[0].done():
+            self._store(self._quick.popleft().result())
+
+    def _send_group(self) -> None:
+        if not self._group:
+            return
+        if self._quick_pool is None:
+            self._quick_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="irlens-blobs-quick")
+        self.packs += 1
+        self._quick.append(self._quick_pool.submit(_quick_pack, self._group, self.quick_params))
+        self._group, self._group_bytes = [], 0
 
     def _existing(self, digests: list[str]) -> set[str]:
         """Which of these hashes the database holds already (one query; plain SQL on SQLite and
@@ -294,22 +355,30 @@ class BlobWriter:
         """Write every blob put so far (waits for the worker)."""
         self._seal()
         while self._in_flight:
-            self._store(self._in_flight.popleft().result())
+            self._done(self._in_flight.popleft().result())
+        self._send_group()
+        while self._quick:
+            self._store(self._quick.popleft().result())
 
     def close(self) -> None:
         """Drop unwritten work and stop the worker (after a failed ingest, or once flushed)."""
-        for future in self._in_flight:
+        for future in (*self._in_flight, *self._quick):
             future.cancel()
         self._in_flight.clear()
+        self._quick.clear()
         self.pending.clear()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        self._group.clear()
+        for name in ("_pool", "_quick_pool"):
+            pool = getattr(self, name)
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+                setattr(self, name, None)
 
     def __del__(self) -> None:
-        pool = self.__dict__.get("_pool")
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+        for name in ("_pool", "_quick_pool"):
+            pool = self.__dict__.get(name)
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
 
 
 class _PackCache:
