@@ -64,6 +64,10 @@ class Urls:
     def run(self, run_id: str) -> str:
         return self.path(f"/runs/{run_id}")
 
+    def run_page(self, run_id: str, page: int, anchor: str = "compilations") -> str:
+        """One page of a long run's compilation list (the JSON holds them all)."""
+        return self.path(f"/runs/{run_id}") + (f"?page={page}" if page > 1 else "") + f"#{anchor}"
+
     def run_log(self, run_id: str, input_pk: int) -> str:
         """The stored non-IR text of one uploaded log file, as text/plain."""
         return self.path(f"/runs/{run_id}/log/{input_pk}")

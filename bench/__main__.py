@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import default_ingest, inputs, page_visits, scan_workers, web
+from bench import bigrun, default_ingest, inputs, page_visits, scan_workers, web
 from bench import ingest as ingest_bench
 from bench import inspector as inspector_bench
 from bench import kernel_history as history_bench
@@ -29,8 +29,8 @@ MB = 1e6
 # captures: only the small and tiny captures of the storage stage (which runs them after the whole corpus)
 # default: the default ingest against --no-compact per capture, and the compaction candidates' curve
 # visits: a first visit in Chromium to every page type on the largest real captures
-STAGES = ("ingest", "default", "workers", "peers", "storage", "captures", "pages", "map", "throughput", "browser",
-          "inspector", "history", "visits")
+STAGES = ("ingest", "default", "workers", "peers", "storage", "captures", "pages", "map", "bigrun", "throughput",
+          "browser", "inspector", "history", "visits")
 
 
 def machine() -> dict:
@@ -119,6 +119,10 @@ def run(args: argparse.Namespace) -> dict:
     if "map" in stages:
         print("bench: map page on a run of ~8,000 snapshots ...", file=sys.stderr, flush=True)
         results["map"] = map_bench.bench_map(workdir, rounds=1 if args.quick else 3, warm_repeats=3 if args.quick else 5)
+    if "bigrun" in stages:
+        print("bench: run page of a 1 GB capture (hundreds of compilations, thousands of warnings) ...",
+              file=sys.stderr, flush=True)
+        results["bigrun"] = bigrun.bench_bigrun(workdir, rounds=1 if args.quick else 3, warm_repeats=3 if args.quick else 5)
     if "throughput" in stages:
         print("bench: throughput ...", file=sys.stderr, flush=True)
         seconds = 5 if args.quick else 10
@@ -303,6 +307,7 @@ def table(results: dict) -> str:
             value = f"{_fmt_s(source_map['cold_median'][key])} ({source_map[ratio]:.2f}× baseline)"
             rows.append((f"{label}, cold, server time (median)", value, "", "≤ 300 ms"))
         rows.append(("map page, warm, server time p50", _fmt_s(source_map["warm_p50"]), "", ""))
+    rows += bigrun.table_rows(results.get("bigrun"), _fmt_s)
     compare = {page["label"]: page for page in results.get("compare", [])}
     if len(compare) == 2:
         baseline, page = compare["compilation page ~80 passes"], compare["compare ~80 passes"]

@@ -146,6 +146,44 @@ def big_log(size: int) -> Path:
     return target
 
 
+_BANNER_LINE = re.compile(rb"^// -----// IR Dump")
+
+
+def damaged_big_log(size: int, every: int = 4) -> Path:
+    """big_log(size) with every `every`-th IR dump cut in half, as a log written by threads that
+    interleave is cut: each such dump is kept and named in a warning ("cut off by the next dump's
+    banner"), so a 1 GB log gives thousands of warnings, as a real max-autotune capture does."""
+    source = big_log(size)
+    target = source.with_name(source.stem + f"-cut{every}.log")
+    if target.exists():
+        return target
+    partial = target.with_suffix(".partial")
+    dumps = 0
+    with open(source, "rb") as src, open(partial, "wb") as out:
+        held: list[bytes] = []
+
+        def flush() -> None:
+            nonlocal dumps
+            if held and _BANNER_LINE.match(held[0]):
+                dumps += 1
+                if dumps % every == 0 and len(held) > 10:
+                    out.writelines(held[: len(held) // 2])
+                    return
+            out.writelines(held)
+
+        for line in src:
+            if _BANNER_LINE.match(line):
+                flush()
+                held = []
+            held.append(line)
+            if len(held) > 200_000:  # one endless dump: keep memory flat, write it through
+                out.writelines(held)
+                held = []
+        flush()
+    partial.rename(target)
+    return target
+
+
 GPU_CAPTURE = Path("/work/captures/gpu_autotune_big")  # made on the device: its README says how
 
 

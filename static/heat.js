@@ -7,6 +7,10 @@
   var heat = JSON.parse(island.textContent);
   var max = heat.max || 1;
   function fmt(v) { return v >= 100 ? Math.round(v).toLocaleString() : String(Math.round(v * 100) / 100); }
+  var share = function (v) {
+    return heat.total ? ' (' + (100 * v / heat.total).toFixed(1) + '% of this compilation' +
+      (heat.scope ? ' in scope ' + heat.scope : '') + ')' : '';
+  };
   function paint(root) {
     Object.keys(heat.lines).forEach(function (n) {
       var line = (root || document).querySelector('#L' + n);
@@ -15,12 +19,22 @@
       line.dataset.heat = v;
       line.style.setProperty('--heat', Math.max(0.08, v / max).toFixed(3));
       line.classList.add('hot');
-      // the line's own value (a SASS instruction, a profiled TTGIR line) shows at its end
-      if (heat.direct) line.dataset.hv = fmt(v);
+      // the line's own value (a SASS instruction, a profiled TTGIR line), else its source line's
+      // total, shown once here (on the source line's first IR line) and marked as the line's
+      line.dataset.hv = heat.direct ? fmt(v) : 'source line: ' + fmt(v);
+      if (!heat.direct) line.classList.add('hot-line-total');
       var nr = line.querySelector('.nr');
-      if (nr) nr.title = heat.metric + ': ' + fmt(v) + (heat.unit ? ' ' + heat.unit : '') +
-        (heat.total ? ' (' + (100 * v / heat.total).toFixed(1) + '% of the kernel)' : '') +
+      if (nr) nr.title = heat.metric + ': ' + fmt(v) + (heat.unit ? ' ' + heat.unit : '') + share(v) +
+        (heat.direct ? '' : '\nthe whole source line\'s total (all its IR lines together), not this op\'s') +
         (heat.detail && heat.detail[n] ? '\n' + heat.detail[n].split('; ').join('\n') : '');
+    });
+    Object.keys(heat.same || {}).forEach(function (n) {
+      var line = (root || document).querySelector('#L' + n);
+      if (!line || line.dataset.heatSame) return;
+      line.dataset.heatSame = heat.same[n];
+      line.classList.add('hot-same');
+      var nr = line.querySelector('.nr');
+      if (nr) nr.title = 'same source line as line ' + heat.same[n] + ', which holds its total';
     });
     var pmax = 0;
     Object.keys(heat.python).forEach(function (k) { pmax = Math.max(pmax, heat.python[k]); });
@@ -31,7 +45,7 @@
         row.dataset.heat = v;
         row.style.setProperty('--heat', Math.max(0.08, v / (pmax || 1)).toFixed(3));
         row.classList.add('hot');
-        row.title = heat.metric + ': ' + fmt(v) + (heat.total ? ' (' + (100 * v / heat.total).toFixed(1) + '%)' : '');
+        row.title = heat.metric + ': ' + fmt(v) + share(v);
       });
     });
   }

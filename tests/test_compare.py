@@ -174,7 +174,8 @@ def test_two_autotune_configs(site):
     data = get_json(client, f"/compare/{cid(run, 1)}..{cid(run, 3)}.json")
     for side, ordinal in ((data["a"], 1), (data["b"], 3)):
         own = get_json(client, f"/runs/{run['run']}/c/{ordinal}.json")
-        own.pop("compare_with")  # the page's own offer, not part of the compilation
+        for offer in ("compare_with", "reproduce_failure"):  # the page's own offers, not the compilation's
+            own.pop(offer)
         assert {key: side[key] for key in own} == own
         assert side["passes"] == len(own["snapshots"])
     pairs = data["pairs"]

@@ -111,3 +111,52 @@ def test_an_op_forced_to_shuffles_is_read():
             f"tensor<{dims}xf16, {row['dst']}>")
     (cost,) = convert_costs(['module attributes {ttg.target = "cuda:90"} {', line, "}"])
     assert cost["kind"] == "shuffles" and cost["scratch_bytes"] == 0
+
+
+SWEEP = Path(__file__).parent / "layout_cases" / "triton39_mfma4_sweep.json"
+
+
+def _sweep() -> list[dict]:
+    with open(SWEEP) as f:
+        data = json.load(f)
+    assert data["triton"] == "3.9.0"
+    return data["cases"]
+
+
+def test_gfx950_mfma4_sweep_is_costed_as_triton_lowers_it():
+    """Issue 33: amd_mfma v4 <-> blocked on gfx950 with every parameter the first sample held fixed
+    varied (warps 1-8, instruction shapes, tilesPerWarp, 64-bit mfma, 8-bit elements, 16x128,
+    slices), kind and scratch against Triton 3.9's own lowering."""
+    rows = _sweep()
+    wrong = []
+    for row in rows:
+        cost = conversion(row["src"], row["dst"], row["shape"], row["dtype"], row["target"])
+        if _kind(cost) != row["triton_kind"] or cost["scratch_bytes"] != row["scratch_bytes"]:
+            wrong.append((row["src"], row["dst"], row["shape"], row["dtype"], row["triton_kind"],
+                          row["scratch_bytes"], cost["kind"], cost["scratch_bytes"]))
+    assert not wrong, "\n".join(map(str, wrong))
+    kinds = Counter(r["triton_kind"] for r in rows)
+    assert kinds["shuffles"] >= 60 and kinds["shared"] >= 150, kinds
+    # the conversions of real gfx950 matmul dumps: mfma <-> blocked 128x16 both ways
+    dumps = Counter((r["triton_kind"], tuple(r["shape"])) for r in rows if r["family"] == "gfx950 matmul dumps")
+    assert dumps["shuffles", (128, 16)] >= 8 and dumps["shared", (128, 16)] >= 8, dumps
+    assert {r["num_warps"] for r in rows} == {1, 2, 4, 8}
+    assert {"i8", "f8E4M3FN", "f64"} <= {r["dtype"] for r in rows if r["triton_kind"] == "shuffles"}
+
+
+def test_gfx950_mfma4_sweep_read_from_a_snapshot():
+    """The same conversions as a TTGIR snapshot prints them (aliases, `{allocation.offset}`),
+    through the page's scanner: each kind is Triton's."""
+    rows = _sweep()
+    text = [f"#s{i} = {r['src']}\n#d{i} = {r['dst']}" for i, r in enumerate(rows)]
+    text = "\n".join(text).splitlines()
+    text.append('module attributes {"ttg.num-warps" = 4 : i32, ttg.target = "hip:gfx950", '
+                '"ttg.threads-per-warp" = 64 : i32} {')
+    for i, r in enumerate(rows):
+        t = "x".join(map(str, r["shape"])) + "x" + r["dtype"]
+        text.append(f"    %{i + 1} = ttg.convert_layout %{i} {{allocation.offset = 0 : i32}} : "
+                    f"tensor<{t}, #s{i}> -> tensor<{t}, #d{i}> loc(#loc{i})")
+    text.append("}")
+    costs = convert_costs(text)
+    assert len(costs) == len(rows)
+    assert [_kind(c) for c in costs] == [r["triton_kind"] for r in rows]

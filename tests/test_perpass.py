@@ -45,6 +45,8 @@ def test_file_names_of_each_style():
     assert pass_file("x/k.txt", b"cuda_tile.module @m {\n").style == MODULE
     # a log of dumps named .mlir (MLIR_DUMP_PATH) stays a log; Python and logs are not pass files
     assert pass_file("x/dump.mlir", b"warning\n// -----// IR Dump Before Inliner (inline) ('builtin.module' operation) //----- //\n") is None
+    # ...also when its first line is a banner (the file Triton 3.9 writes), not one module
+    assert pass_file("src/dumpfile.mlir", b"// -----// IR Dump Before InlinerPass: inline ('builtin.module' operation) //----- //\n") is None
     assert pass_file("x/kernel.py", b"import triton") is None
     assert pass_file("x/kernel.mlir", b"ML\xefR\x00\x06MLIR") is None  # MLIR bytecode: binary data
 

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from app.insight.autotune import by_compilation, run_autotune
 from app.insight.kernel_config import compilation_config, tile_text
+from app.insight.measured_times import by_how_much, measured_times
 from app.insight.resources import compilation_resources
 from app.store.models import Compilation
 from app.urls import Urls, compilation_id
@@ -66,11 +67,7 @@ def why(session: Session, a: Compilation, b: Compilation, a_stages: dict, b_stag
     ta, tb = (autotune["a"] or {}).get("time_ms"), (autotune["b"] or {}).get("time_ms")
     ratio = None
     if ta and tb:
-        ratio = round(tb / ta, 2)
-        if ratio >= 1:
-            sentences.append(f"B {ratio:g}x slower in autotuning ({tb:.4f} vs {ta:.4f} ms)")
-        else:
-            sentences.append(f"B {1 / ratio:.2f}x faster in autotuning ({tb:.4f} vs {ta:.4f} ms)")
+        ratio = round(tb / ta, 2)  # the first sentence states it (measured_times.by_how_much)
     for tag, found in (("A", autotune["a"]), ("B", autotune["b"])):
         if found and found["won"]:
             sentences.append(f"{tag} was the autotuner's pick ({', '.join(found['won'])})")
@@ -79,5 +76,10 @@ def why(session: Session, a: Compilation, b: Compilation, a_stages: dict, b_stag
             sentences.append(f"{label} op groups A/B: " + ", ".join(f"{g} {x}/{y}" for g, (x, y) in ops[key].items()))
     if effect:
         sentences.append(f"First pass whose effect differs: {effect.get('pass')}")
-    return {"configs": configs, "resources": resources, "autotune": {**autotune, "ratio_b_over_a": ratio},
+    # "By how much" comes first: B's time over A's, each number with its source
+    times = {"a": measured_times(session, a, autotune["a"]), "b": measured_times(session, b, autotune["b"])}
+    gap = by_how_much(times["a"], times["b"])
+    sentences.insert(0, gap["sentence"])
+    return {"times": {**times, "ratio_b_over_a": gap["ratio"], "a_used": gap["a"], "b_used": gap["b"]},
+            "configs": configs, "resources": resources, "autotune": {**autotune, "ratio_b_over_a": ratio},
             "ops": ops, "first_effect_pass": (effect or {}).get("pass"), "sentences": sentences}

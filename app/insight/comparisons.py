@@ -246,11 +246,14 @@ def _autotune(compilation: Compilation) -> dict[str, Any] | None:
     return {key: autotune[key] for key in ("winner", "best") if key in autotune} or None
 
 
-def run_variants(session: Session, run: Run, urls: Urls) -> list[dict[str, Any]]:
-    """Kernels compiled more than once in this run, each with one row per compilation."""
+def run_variants(session: Session, run: Run, urls: Urls, kernels: set[str] | None = None,
+                 aligned: int | None = None) -> list[dict[str, Any]]:
+    """Kernels compiled more than once in this run (those of `kernels` only, when given), each with
+    one row per compilation; where each departs from the first is worked out for the first `aligned`
+    rows of a kernel (all when None; the others say `departs_skipped`)."""
     by_kernel: dict[str, list[Compilation]] = {}
     for compilation in run.compilations:
-        if compilation.kernel:
+        if compilation.kernel and (kernels is None or compilation.kernel in kernels):
             by_kernel.setdefault(compilation.kernel, []).append(compilation)
     groups = {kernel: members for kernel, members in by_kernel.items() if len(members) > 1}
     if not groups:
@@ -280,7 +283,8 @@ def run_variants(session: Session, run: Run, urls: Urls) -> list[dict[str, Any]]
         for position, compilation in enumerate(members):
             mine = steps[compilation.pk]
             departs = None
-            if position > 0:
+            skipped = aligned is not None and position >= aligned
+            if position > 0 and not skipped:
                 pairs = align(first_steps, [PassStep(r.pass_arg, r.pass_name, r.when, r.blob) for r in mine])
                 k = first_divergence(pairs)
                 if k is not None:
@@ -302,7 +306,8 @@ def run_variants(session: Session, run: Run, urls: Urls) -> list[dict[str, Any]]
                     "autotune": _autotune(compilation),
                     "passes": len(mine),
                     "departs": departs,
-                    "identical_to_first": position > 0 and departs is None,
+                    "identical_to_first": position > 0 and departs is None and not skipped,
+                    "departs_skipped": skipped,
                     # lines of the last dump of a stage, and the size of its cache file
                     "final": {
                         "ttgir": {"lines": last["ttgir"], "bytes": mine_files.get("ttgir", (None, None))[1]},

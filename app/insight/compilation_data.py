@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from app import render
 from app.insight import blob_facts
+from app.insight.autotune import autotune_result
 from app.insight.kernel_config import compilation_config
 from app.insight.line_metrics import hot_lines_fields
 from app.insight.op_search import first_seen, indexed
@@ -38,5 +39,7 @@ def compilation_data(session: Session, compilation: Compilation, urls: Urls,
     data["remarks"] = compilation_remarks(session, compilation, urls)
     data["resources"] = compilation_resources(compilation, session)
     data["config"] = compilation_config(session, compilation)
+    # whether the autotuner picked this config, and its benchmark times (the run's autotune tables)
+    data["autotune"] = autotune_result(session, compilation, urls)
     data.update(hot_lines_fields(session, compilation, urls, metric, snapshot))
     return data

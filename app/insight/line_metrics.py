@@ -85,18 +85,30 @@ def line_metric_fields(session: Session, compilation: Compilation, rendered: ren
         return {"metrics": None}
     digest = rendered.key[0] if rendered.key else None
     lines = rendered.raw_lines if rendered.kind == "sass" else None
-    values = metrics.line_values(metric, rendered.locs, rendered.kind, digest, lines)
+    values, same = metrics.line_values(metric, rendered.locs, rendered.kind, digest, lines)
     python = metrics.python_totals(metric)
     kernel = metrics.kernel_for(metric)
     info = next(item for item in metrics.metrics() if item["name"] == metric)
+    direct = rendered.kind == "sass" and bool(values) and not same and kernel is not None and bool(kernel.sass) \
+        or kind_is_direct(metrics, digest)
+    total = kernel.own_total(metric) if kernel else 0
     fields = {
         "metric": info,
         "available": metrics.metrics(),
         "unknown_metric": metrics.unknown(wanted),
         "kernel": kernel.row.name if kernel else None,
         "shared": kernel.shared if kernel else False,
-        "total": kernel.row.totals.get(metric, 0) if kernel else 0,
+        # shares are of this compilation's own total (less other compilations' lines), in one scope
+        "total": total,
+        "kernel_total": kernel.row.totals.get(metric, 0) if kernel else 0,
+        "scope": kernel.scope if kernel else None,
+        "other_scopes": metrics.other_scopes(metric),
+        "profile": kernel.profile.path if kernel else None,
+        # "op": each value is the IR line's own; "source line": a source line's total, put once on its
+        # first IR line here, its other IR lines in `same_as`
+        "attribution": "op" if direct else "source line",
         "lines": [{"line": number, "value": value} for number, value in sorted(values.items())],
+        "same_as": [{"line": number, "first": first} for number, first in sorted(same.items())],
         "python": [{"file": file, "line": line, "value": value} for (file, line), value in sorted(python.items())],
     }
     detail: dict[str, str] = {}
@@ -117,11 +129,13 @@ def line_metric_fields(session: Session, compilation: Compilation, rendered: ren
     heat = {
         "metric": metric, "unit": info["unit"], "max": max(values.values(), default=0),
         "lines": {str(number): value for number, value in values.items()},
+        "same": {str(number): first for number, first in same.items()},
+        "scope": fields["scope"],
         # per source pane (its index among the IR's loc files) and line, for the Python pane
         "python": {f"{file_index[file]}:{line}": value for (file, line), value in python.items() if file in file_index},
         "total": fields["total"],
         "detail": detail,  # SASS: an instruction's other metrics, for its tooltip
-        "direct": bool(detail) or kind_is_direct(metrics, digest),
+        "direct": bool(detail) or direct,
     }
     return {"metrics": fields, "heat_json": json.dumps(heat).replace("</", "<\\/")}
 

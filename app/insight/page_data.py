@@ -107,11 +107,14 @@ def _snapshot_stages(session: Session, compilation_pks: list[int]) -> dict[int, 
     }
 
 
-def run_summary(session: Session, run: Run, urls: Urls) -> dict:
+def run_summary(session: Session, run: Run, urls: Urls, warnings: bool = True) -> dict:
+    """The run's summary; `warnings=False` leaves its warnings out (the run page groups them itself)."""
     run_diagnostics = session.scalars(
         select(Diagnostic).where(Diagnostic.run_id == run.id, Diagnostic.compilation_pk.is_(None))
     ).all()
-    problems = session.scalars(select(Problem).where(Problem.run_id == run.id).order_by(Problem.pk)).all()
+    # plain rows, not objects: a big capture has thousands of warnings
+    problems = session.execute(select(Problem.kind, Problem.message, Problem.path, Problem.line, Problem.header)
+                               .where(Problem.run_id == run.id).order_by(Problem.pk)).all() if warnings else []
     compilations = list(run.compilations)
     by_pk = {c.pk: c for c in compilations}
     stages = _snapshot_stages(session, list(by_pk))

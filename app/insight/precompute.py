@@ -1,6 +1,8 @@
 """Prepares the map pages' Python-line indexes (app/insight/line_index.py) in the background, so a map
 page's first visit reads small stored rows instead of every IR text of a compilation; then the
-run's large adjacent diffs (app/insight/adjacent_diffs.py), so their first visit needs no alignment.
+run's large adjacent diffs (app/insight/adjacent_diffs.py), so their first visit needs no alignment, and
+what each compilation's IR says of its config (app/insight/kernel_config.py), so a run page links its
+autotune choices without reading IR texts.
 
 Not at ingest: indexing re-reads every stored text, which would double an ingest's CPU time. The
 server instead indexes each run once it is stored (an upload wakes it; runs ingested from the
@@ -18,7 +20,7 @@ import threading
 
 from sqlalchemy import select
 
-from app.insight import adjacent_diffs, line_index
+from app.insight import adjacent_diffs, kernel_config, line_index
 from app.insight.kernel_points import ensure_points
 from app.store import compaction, recompress
 from app.store.db import Database
@@ -48,6 +50,11 @@ def prepare_run(db: Database, run_id: str) -> None:
             return
         line_index.index_run(session, run_id)  # rows a concurrent visit stored first are kept
         session.commit()
+    with db.session() as session:  # what each compilation's IR says of its config (the run page's autotune links)
+        run = session.get(Run, run_id)
+        if run is not None:
+            kernel_config.store_ir_facts(session, list(run.compilations))
+            session.commit()
     with db.session() as session:  # then the large adjacent diffs, each committed as it is stored
         adjacent_diffs.store_run(session, run_id)
         run = session.get(Run, run_id)

@@ -43,6 +43,22 @@ class KernelLines:
     unattributed: dict[str, float] = field(default_factory=dict)
     other: dict[str, float] = field(default_factory=dict)  # lines of other compilations of the kernel
 
+    @property
+    def scope(self) -> str | None:
+        """The `proton.scope` it ran under ("autotune", "steady"...), where the profile names one."""
+        return ",".join((self.row.data or {}).get("scopes") or []) or None
+
+    def own_total(self, metric: str) -> float:
+        """The compilation's own part of the kernel's total: less the lines that name another
+        compilation of the kernel (by cache hash). A kernel shared by name alone keeps it whole."""
+        return (self.row.totals or {}).get(metric, 0) - self.other.get(metric, 0)
+
+    def describe(self, metric: str) -> dict[str, Any]:
+        """What the shares are of: this compilation's own total of the metric, in which scope."""
+        return {"kernel": self.row.name, "scope": self.scope, "profile": self.profile.path,
+                "total": self.own_total(metric), "kernel_total": (self.row.totals or {}).get(metric, 0),
+                "shared": self.shared, "candidates": len(self.row.candidates or [])}
+
     def metric_names(self) -> list[str]:
         names = {name for metrics in self.python.values() for name in metrics}
         names |= {name for metrics in self.ir.values() for name in metrics}
@@ -137,7 +153,16 @@ class CompilationMetrics:
                    any(metric in m for m in k.ir.values())]
         if not holding:
             return None
-        return max(holding, key=lambda k: (not k.shared, k.row.totals.get(metric, 0)))
+        return max(holding, key=lambda k: (not k.shared, k.own_total(metric)))
+
+    def other_scopes(self, metric: str) -> list[dict[str, Any]]:
+        """The same compilation's kernel under other scopes (kept apart, never summed): their totals."""
+        chosen = self.kernel_for(metric)
+        if chosen is None:
+            return []
+        return [{"scope": k.scope, "profile": k.profile.path, "total": k.own_total(metric), "shared": k.shared}
+                for k in self.kernels if k is not chosen and k.profile.pk == chosen.profile.pk
+                and (any(metric in m for m in k.python.values()) or any(metric in m for m in k.ir.values()))]
 
     def python_totals(self, metric: str) -> dict[tuple[str, int], float]:
         kernel = self.kernel_for(metric)
@@ -152,7 +177,7 @@ class CompilationMetrics:
         info = metric_info(metric)
         if kernel is None:
             return {"metric": info, "lines": [], "total": 0}
-        total = kernel.row.totals.get(metric, 0)
+        total = kernel.own_total(metric)  # shares are of this compilation's own samples
         ranked = sorted(self.python_totals(metric).items(), key=lambda item: -item[1])
         run_id, ordinal = self.compilation.run_id, self.compilation.ordinal
         lines = [
@@ -166,39 +191,53 @@ class CompilationMetrics:
         rest = sum(value for _, value in ranked[limit:])
         return {
             "metric": info, "total": total, "kernel": kernel.row.name, "profile": kernel.profile.path,
+            "kernel_total": kernel.row.totals.get(metric, 0), "scope": kernel.scope,
+            "other_scopes": self.other_scopes(metric),
             "shared": kernel.shared, "lines": lines,
             "other_lines": {"count": max(0, len(ranked) - limit), "value": rest},
             "unattributed": kernel.unattributed.get(metric, 0),
             "other_compilations": kernel.other.get(metric, 0),
         }
 
-    def line_values(self, metric: str, locs: list, kind: str, blob: str | None, lines: list[str] | None) -> dict[int, float]:
-        """1-based IR line -> the metric: an IR line the profile names itself (the cached .ttgir the
-        TTGIR lines point at, a SASS instruction by its offset), else its Python line's total."""
+    def line_values(self, metric: str, locs: list, kind: str, blob: str | None,
+                    lines: list[str] | None) -> tuple[dict[int, float], dict[int, int]]:
+        """(1-based IR line -> the metric, IR line -> the line holding its source line's value).
+        An IR line the profile names itself (the cached .ttgir the TTGIR lines point at, a SASS
+        instruction by its offset) holds its own value. Otherwise a value belongs to a source line
+        (a Python line, or a .ttgir line after USE_IR_LOC rewrote the locations), never to one op:
+        it is put once, on the first IR line of that source line, and the source line's other IR
+        lines point there. So the values shown never sum past the kernel's total."""
         kernel = self.kernel_for(metric)
         if kernel is None:
-            return {}
-        values: dict[int, float] = {}
+            return {}, {}
         if kernel.ir and blob is not None and blob == self.ttgir_blob():
-            return {line: m[metric] for line, m in kernel.ir.items() if m.get(metric)}
+            return {line: m[metric] for line, m in kernel.ir.items() if m.get(metric)}, {}
         if kind == "sass" and kernel.sass and lines is not None:
             matched, _ = self.sass_instructions(metric, lines)
             values = {number: metrics[metric] for number, _, metrics in matched if metrics.get(metric)}
             if values:
-                return values
+                return values, {}
         python = self.python_totals(metric)
-        # after USE_IR_LOC=ttgir rewrote the locations, a pass's loc names the cached .ttgir's line
         ir_file = kernel.ir_file
+        values: dict[int, float] = {}
+        same: dict[int, int] = {}
+        first: dict[tuple[str, int], int] = {}
+        # A pass whose locs name the .ttgir's lines counts by those alone: the Python lines' totals
+        # already hold the same samples (each .ttgir line's, through its own loc)
+        by_ir = ir_file is not None and any(loc is not None and loc.file == ir_file for loc in locs)
         for number, loc in enumerate(locs, start=1):
-            if loc is None:
+            if loc is None or (by_ir and loc.file != ir_file):
                 continue
-            if loc.file == ir_file:
-                value = kernel.ir.get(loc.line, {}).get(metric)
+            key = (loc.file, loc.line)
+            value = kernel.ir.get(loc.line, {}).get(metric) if by_ir else python.get(key)
+            if not value:
+                continue
+            if key in first:
+                same[number] = first[key]
             else:
-                value = python.get((loc.file, loc.line))
-            if value:
+                first[key] = number
                 values[number] = value
-        return values
+        return values, same
 
     def sass_instructions(self, metric: str, lines: list[str]) -> tuple[list[tuple[int, int, dict]], dict[str, float]]:
         """The profile's instructions found in a SASS text by offset (the profiler's address less the
@@ -256,6 +295,26 @@ def compilation_metrics(session: Session, compilation: Compilation) -> Compilati
     return CompilationMetrics(compilation, kernels)
 
 
+def kernel_rates(time_ns: float | None, count: int | None, totals: dict[str, float]) -> dict[str, float | None]:
+    """Mean time per launch, and the achieved rates where the profile holds the work done (Proton's
+    launch_metadata `flops8/16/32/64` and `bytes`, summed over the same launches as the time)."""
+    flops = sum(value for name, value in totals.items() if name.startswith("flops") and isinstance(value, (int, float)))
+    moved = totals.get("bytes")
+    timed = time_ns if time_ns and time_ns > 0 else None
+    return {
+        "mean_ns": timed / count if timed and count else None,
+        "tflops": flops / timed / 1e3 if timed and flops else None,  # flop/ns = GFLOP/s
+        "gbps": moved / timed if timed and moved else None,  # byte/ns = GB/s
+    }
+
+
+def _regions(regions: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
+    """Instrumentation regions (`pl.enter_scope`): their cycles, largest first."""
+    rows = [{"name": name, "cycles": metrics.get("cycles"), "normalized_cycles": metrics.get("normalized_cycles")}
+            for name, metrics in regions.items() if isinstance(metrics, dict)]
+    return sorted(rows, key=lambda row: -(row["cycles"] or 0))
+
+
 def run_profiles(session: Session, run_id: str, urls: Urls) -> list[dict[str, Any]]:
     """The run JSON's `profiles`: one entry per profile file, its kernels by time."""
     ordinals = dict(session.execute(select(Compilation.pk, Compilation.ordinal).where(Compilation.run_id == run_id)).all())
@@ -265,8 +324,11 @@ def run_profiles(session: Session, run_id: str, urls: Urls) -> list[dict[str, An
         entries = [
             {
                 "name": kernel.name,
+                "scope": ",".join((kernel.data or {}).get("scopes") or []) or None,
                 "time_ns": kernel.time_ns,
                 "count": kernel.count,
+                **kernel_rates(kernel.time_ns, kernel.count, kernel.totals or {}),
+                "regions": _regions((kernel.data or {}).get("regions") or {}),
                 "compilation": urls.compilation(run_id, ordinals[kernel.compilation_pk])
                 if kernel.compilation_pk in ordinals else None,
                 "candidates": [urls.compilation(run_id, ordinals[pk]) for pk in kernel.candidates or [] if pk in ordinals],

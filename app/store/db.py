@@ -30,7 +30,7 @@ log = logging.getLogger("irlens")
 ROOT = Path(__file__).resolve().parents[2]
 MIGRATIONS_DIR = ROOT / "migrations"
 INITIAL_REVISION = "0001"  # the schema create_all made before irlens had migrations
-SCHEMA_REVISION = "0020_i32"  # the newest file in migrations/versions (a test keeps the two in step)
+SCHEMA_REVISION = "0021_i33b"  # the newest file in migrations/versions (a test keeps the two in step)
 _PG_MIGRATION_LOCK = 0x6972_6C65  # any constant: one pg_advisory lock id for "irlens schema change"
 
 

@@ -253,6 +253,9 @@ class Compilation(Base):
     # What its cubin or AMDGCN says (registers, stack, static shared...), read at ingest: the binary
     # itself is not kept (app/insight/resources.py turns it into what the pages show).
     resources: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    # What its IR says of its config, read once by the background preparation (app/insight/precompute.py)
+    # so a run page matches autotune configs without reading texts: {"tile", "num_warps", "module"}
+    derived: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     run: Mapped[Run] = relationship(back_populates="compilations")
     snapshots: Mapped[list[Snapshot]] = relationship(order_by="Snapshot.index", cascade="all, delete-orphan")
     artifacts: Mapped[list[Artifact]] = relationship(order_by="Artifact.pk", cascade="all, delete-orphan")

@@ -42,6 +42,7 @@ _TAKES = re.compile(r"AUTOTUNE (?:benchmarking )?takes ([\d.]+) seconds")
 _PAIR = re.compile(r"([A-Za-z_]\w*)=([^,\s]+)")
 # What is left of a description cut by another thread's output, and the rest of it on the next line.
 _FRAGMENT = re.compile(r"^ ?(?:[A-Za-z_]\w*(?:=[^,\s]*)?(?:, ?[A-Za-z_]\w*(?:=[^,\s]*)?)*)?,? ?$")
+_FAILURE_LINES = 40  # lines of a failure's source excerpt read for its message, at most
 _REST = re.compile(r"^[\w.'\"=-]*(?:, [A-Za-z_]\w*=[^,\s]+)*,?\s*$")
 
 
@@ -85,6 +86,7 @@ class AutotuneScanner:
         self._benchmarked: dict[str, list[dict]] = {}  # kernel -> configs benchmarked since its last result
         self._last_bench: dict | None = None  # the config benchmarked last: a failure line names no kernel
         self._cut: tuple[dict, str | None, int] | None = None  # a choice whose line other output ran into
+        self._failing: dict | None = None  # a failed config whose message goes on over the next lines
 
     def _rejoin(self, number: int, line: str) -> bool:
         """The line after a choice that other output ran into: when it is the rest of the choice's
@@ -98,8 +100,25 @@ class AutotuneScanner:
         choice["rejoined"] = number
         return True
 
+    def _failure_goes_on(self, line: str) -> bool:
+        """A compile-time failure prints `at 5:4:`, the source lines, a caret and then the message (a
+        static assertion's text): the message's last line is kept with its first."""
+        failing = self._failing
+        assert failing is not None
+        if line.startswith(("Autotuning ", "Triton autotuning", "// -----//", "AUTOTUNE")) \
+                or failing["lines"] >= _FAILURE_LINES:
+            self._failing = None
+            return False
+        failing["lines"] += 1
+        if line.strip() and line.strip() != "^":
+            failing["last"] = line.strip()
+            failing["choice"]["error"] = f"{failing['first']} {failing['last']}"
+        return True
+
     def feed(self, number: int, line: str) -> None:
         if self._cut is not None and self._rejoin(number, line):
+            return
+        if self._failing is not None and self._failure_goes_on(line):
             return
         if self._session is None and not may_hold(line):  # a Triton session's next lines hold none of it
             return
@@ -121,6 +140,8 @@ class AutotuneScanner:
         if failed:
             if self._last_bench is not None:  # the autotuner prints it right after that config's line
                 self._last_bench.update(status="failed", error=failed.group(1), error_line=number)
+                if failed.group(1).endswith(":"):  # `at 5:4:`: the source excerpt and message follow
+                    self._failing = {"choice": self._last_bench, "first": failed.group(1), "lines": 0}
                 self._last_bench = None
             return
         head = _TRITON_HEAD.search(line)

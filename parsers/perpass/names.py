@@ -82,6 +82,8 @@ def pass_file(path: str, head: bytes) -> PassFile | None:
     if numbered and not opens_with_banner:
         group = posixpath.join(folder, numbered["prefix"])
         return PassFile(NUMBERED, group, (int(numbered["number"]), 0), numbered["prefix"], numbered["pass"], "after")
+    if opens_with_banner:
+        return None  # dumps written to a file (MLIR_DUMP_PATH's dumpfile.mlir): the log reader splits them
     return PassFile(MODULE, path, (0,), "", None, "after")
 
 

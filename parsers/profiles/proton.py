@@ -20,6 +20,8 @@ frames, named by `launch_metadata` where the kernel has one (`matmul_kernel [M=1
   children are `pl.enter_scope` regions (`load`, `store`) with `cycles`; such regions are kept
   by name, and counted as lines only where their name is a `file:line` location.
 
+A kernel seen under several `proton.scope`s is one entry per scope (its `scopes`), never summed across
+them: an autotuning scope holds every config's launches under one name, a steady-state one the pick's.
 Kernel totals are the sums over the kernel frame's whole subtree, so a kernel's lines plus what no
 line holds (its `unattributed` part) always add up to its total. Labels that are not amounts
 (`device_id`, `device_type`) are kept apart and never summed.
@@ -170,12 +172,15 @@ def parse_hatchet(data: bytes) -> Profile:
         kernels.append(_kernel(root, ""))
     else:
         _walk(root, "", kernels)
-    merged: dict[str, Kernel] = {}
-    for kernel in kernels:  # one kernel launched under several scopes: one entry, its totals summed
-        if kernel.name in merged:
-            merged[kernel.name].merge(kernel)
+    # One kernel launched under several scopes (an autotuning scope that times every config under one
+    # name, then a steady-state one) stays one entry per scope: summing them would mix the two.
+    merged: dict[tuple[str, str], Kernel] = {}
+    for kernel in kernels:
+        key = (",".join(sorted(kernel.scopes_seen)), kernel.name)
+        if key in merged:
+            merged[key].merge(kernel)
         else:
-            merged[kernel.name] = kernel
+            merged[key] = kernel
     names = {name for kernel in merged.values() for name in kernel.totals}
     return Profile(
         tool="proton",

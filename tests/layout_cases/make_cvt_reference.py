@@ -279,7 +279,7 @@ def all_cases():
 # -- compiling one case (in the worker) ------------------------------------------------------------
 
 SIG = {"f16": "*fp16", "bf16": "*bf16", "f32": "*fp32", "f64": "*fp64", "i8": "*i8", "i16": "*i16",
-       "i32": "*i32", "i64": "*i64"}
+       "i32": "*i32", "i64": "*i64", "f8E4M3FN": "*fp8e4nv", "f8E5M2": "*fp8e5"}
 
 
 def compile_case(item, ctx, builder, tmp):

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 import zstandard
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
-from sqlalchemy import select
+from sqlalchemy import func, select
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.formparsers import MultiPartException, MultiPartParser
@@ -37,6 +37,7 @@ from app.web.responder import (
     templates,
     wants_json,
 )
+from app.web.run_page import ALIGNED_ROWS, cut_variants, shape_for_html, variant_kernels
 from app.web.security import check_csrf
 from app.web.views.manage import parse_tags
 from app.web.views.sources import link_diagnostics
@@ -257,6 +258,28 @@ def _log_lines(blob: Blob) -> Iterator[bytes]:
         yield pending
 
 
+LOG_HEAD_BYTES = 1 << 20  # compressed bytes read for an excerpt: a big log's stored text runs to 100s of MB
+
+
+def _log_head(session, digest: str) -> Blob | None:
+    """The blob with only the start of its compressed data when it is a streamed zstd log text of its
+    own (the excerpt reads no further), so a big log costs the page no more than a small one."""
+    row = session.execute(select(Blob.id, Blob.codec, Blob.size, Blob.pack_id, func.length(Blob.data))
+                          .where(Blob.hash == digest)).first()
+    if row is None:
+        return None
+    rowid, codec, size, pack_id, length = row
+    if codec not in ZSTD_CODECS or pack_id is not None or (length or 0) <= LOG_HEAD_BYTES:
+        return blob_row(session, digest)
+    raw = session.connection().connection.driver_connection
+    if hasattr(raw, "blobopen"):  # SQLite: read the head alone (substr would load the whole value)
+        with raw.blobopen("blobs", "data", rowid, readonly=True) as stored:
+            head = stored.read(LOG_HEAD_BYTES)
+    else:
+        head = session.scalar(select(func.substr(Blob.data, 1, LOG_HEAD_BYTES)).where(Blob.id == rowid))
+    return Blob(hash=digest, size=size, codec=codec, data=bytes(head or b""))
+
+
 def _log_excerpt(blob: Blob) -> dict:
     """The first lines of a log's text, with runs of blank lines (where dumps were) folded into one.
 
@@ -266,7 +289,15 @@ def _log_excerpt(blob: Blob) -> dict:
     scanned = 0
     truncated = folded = False
     blank_before = False
-    for raw in _log_lines(blob):
+    lines = _log_lines(blob)
+    while True:
+        try:
+            raw = next(lines)
+        except StopIteration:
+            break
+        except zstandard.ZstdError:  # the end of a big text's head (_log_head): what came is shown
+            truncated = True
+            break
         scanned += len(raw) + 1
         if scanned > LOG_EXCERPT_SCAN:
             truncated = True
@@ -290,20 +321,29 @@ def _log_excerpt(blob: Blob) -> dict:
 @router.get("/runs/{run_id}")
 def run_page(request: Request, run_id: str, session: SessionDep, urls: UrlsDep):
     run = load_run(session, run_id)
-    data = run_summary(session, run, urls)
-    data["variants"] = run_variants(session, run, urls)  # kernels compiled more than once (autotune)
+    html = not wants_json(request)
+    data = run_summary(session, run, urls, warnings=not html)  # the page groups its warnings itself
     data["autotune"] = run_autotune(session, run, urls)
+    shown = None
+    if html:  # the page shows a few kernels' Variants in full and lists the others
+        shown, data["more_variants"] = variant_kernels(data["compilations"], data["autotune"], urls, run.id)
+    # kernels compiled more than once (autotune configs); the page aligns the rows it shows in full
+    data["variants"] = run_variants(session, run, urls, shown, ALIGNED_ROWS if shown is not None else None)
+    if html:
+        cut_variants(data["variants"], data["autotune"])
     annotate_variants(session, run, data["variants"], data["autotune"])
     data["profiles"] = run_profiles(session, run.id, urls)
     link_diagnostics(session, run.id, data["diagnostics"] + data["compilation_diagnostics"], urls)
     if not wants_json(request):
+        # A page of compilations, warnings grouped, long Variants cut: the JSON keeps every row.
+        shape_for_html(session, data, urls, request.query_params.get("page"))
         # Inline excerpts of the logs' non-IR text; the JSON gives their URLs instead.
         text_blobs = {
             record.pk: record.log_blob for record in input_records(session, run.id) if record.log_blob
         }
         excerpts = {}
         for record_pk, digest in list(text_blobs.items())[:LOG_EXCERPTS]:
-            blob = blob_row(session, digest)
+            blob = _log_head(session, digest)
             if blob is not None:
                 excerpts[record_pk] = _log_excerpt(blob)
         data["log_excerpts"] = excerpts
