@@ -50,6 +50,7 @@ PACK_COUNT = 2000  # most texts per pack (and per existence query)
 # A compacting ingest's packs (`BlobWriter(quick_level=...)`): four times larger, so that one frame's
 # window reaches the near copies a log prints megabytes apart (another config's same pass).
 QUICK_PACK_BYTES = 16 << 20
+_STREAM_BYTES = 1 << 20  # a quick pack's texts pass through a buffer this size
 MAX_IN_FLIGHT = 2  # packs being compressed at once: bounds the memory an ingest holds
 CODEC_ZSTD = "zstd"
 CODEC_PACKED = "zpack"
@@ -200,14 +201,18 @@ def _quick_pack(frames: list[tuple[list[tuple[str, int]], bytes]], params: zstan
     blob, if one text), compressed once at the quick level with a window as large as the pack."""
     sizes = [member for members, _ in frames for member in members]
     total = sum(size for _, size in sizes)
-    # streamed: one fast frame decompressed at a time, the texts held once (in zstd's window)
+    # Streamed through one 1 MB buffer: the texts are held once (in zstd's window), and no large
+    # allocation is made per frame (4 MB ones, freed and made again, grew this thread's heap by ~50 MB).
     compressor = _compressor(params).compressobj(size=total)
+    decompressor = _thread_decompressor()
+    buffer = bytearray(_STREAM_BYTES)
+    view = memoryview(buffer)
     hasher, out = hashlib.sha256(), []
     for _, fast in frames:
-        part = decompress(fast)
-        hasher.update(part)
-        out.append(compressor.compress(part))
-        del part
+        with decompressor.stream_reader(fast) as reader:
+            while read := reader.readinto(buffer):
+                hasher.update(view[:read])
+                out.append(compressor.compress(view[:read]))
     out.append(compressor.flush())
     frame = b"".join(out)
     if len(sizes) == 1:
@@ -239,10 +244,11 @@ class BlobWriter:
         if quick_level:
             window = max(zstandard.ZstdCompressionParameters.from_level(quick_level).window_log,
                          (QUICK_PACK_BYTES - 1).bit_length())
-            # 512K-entry tables: the same bytes as level 9's own (within 0.2%), less CPU and memory
+            # 512K-entry tables, 6-byte matches, 8 attempts: within 0.1-0.6% of level 9's own bytes on
+            # the GPU capture and the bench log, for 6-17% less CPU and less memory (bench/NOTES.md, 11b)
+            tuned = {"hash_log": 19, "chain_log": 19, "min_match": 6, "search_log": 3} if quick_level == 9 else {}
             self.quick_params = zstandard.ZstdCompressionParameters.from_level(
-                quick_level, window_log=window, hash_log=19, chain_log=19, write_content_size=True,
-                write_checksum=False)
+                quick_level, window_log=window, write_content_size=True, write_checksum=False, **tuned)
         self.packs = 0
         self.seen: set[str] = set()
         self.pending: list[tuple[str, bytes]] = []
@@ -419,11 +425,16 @@ def blob_row(session: Session, digest: str) -> Blob | None:
 _decompressors = threading.local()  # a ZstdDecompressor is not safe to share between threads
 
 
-def decompress(data: bytes) -> bytes:
-    """A zstd blob's raw bytes."""
+def _thread_decompressor() -> zstandard.ZstdDecompressor:
     decompressor = getattr(_decompressors, "decompressor", None)
     if decompressor is None:
         decompressor = _decompressors.decompressor = zstandard.ZstdDecompressor()
+    return decompressor
+
+
+def decompress(data: bytes) -> bytes:
+    """A zstd blob's raw bytes."""
+    decompressor = _thread_decompressor()
     # Log texts are streamed frames without a content size; stream those.
     if zstandard.frame_content_size(data) < 0:
         return decompressor.decompressobj(read_across_frames=True).decompress(data)
