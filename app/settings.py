@@ -83,12 +83,12 @@ class Settings(BaseSettings):
     )
     compact_level: int = Field(
         9,
-        description="zstd level at which `irlens ingest` and `irlens capture` compact what they stored "
-        "before they return: an upload's packs merged into packs of up to 16 MB, like texts side by side, "
-        "compressed on two threads. On a 232 MB GPU autotune capture that stores 64% of the bytes ingest "
-        "stored, for ~0.7 s of CPU (bench/NOTES.md, round 11); the server or `irlens compact` recompresses "
-        "them at recompress_level later. 0 (here or in recompress_level): leave the texts as ingest compressed "
-        "them (as --no-compact).",
+        description="zstd level at which `irlens ingest` and `irlens capture` store their texts compacted: "
+        "packs of up to 16 MB, compressed once while the log is parsed (what is still fresh after the ingest "
+        "is compacted before they return). On a 232 MB GPU autotune capture that stores 67% of the bytes "
+        "`--no-compact` stores, for ~0.6 s of CPU on a worker thread (bench/NOTES.md, round 11b); "
+        "the server or `irlens compact` recompresses them at recompress_level later. 0 (here or in "
+        "recompress_level): leave the texts as ingest compressed them (as --no-compact).",
     )
     recompress_level: int = Field(
         19,

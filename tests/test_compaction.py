@@ -196,3 +196,39 @@ def test_merged_packs_are_cut_by_size_and_never_hold_one_text():
     assert runs(half, half, half) == [[0, 1, 2]]  # a lone last text joins the run before it
     assert runs(10, compaction.MERGED_BYTES, 5) == [[0, 1, 2]]  # a big text does not stand alone
     assert runs(3, 4) == [[0, 1]]
+
+
+def test_an_ingest_that_compacts_writes_its_packs_once_at_the_quick_level(tmp_path):
+    # `irlens ingest` without --no-compact: 16 MB packs at compact_level as the texts come, marked
+    # quick, so no merge is left for after the ingest; a strong round recompresses them in place
+    from app.store.db import Database
+    from tests.conftest import fresh_db_url
+    from tests.test_recompress import frame_bytes
+
+    (tmp_path / "fast").mkdir()
+    (tmp_path / "quick").mkdir()
+    fast, quick = Database(fresh_db_url(tmp_path / "fast")), Database(fresh_db_url(tmp_path / "quick"))
+    try:
+        archive = corpus_archive("sm90_mix")
+        ingest_paths(fast, [archive])
+        ingest_paths(quick, [archive], compact_level=9)
+
+        assert every_text(quick) == every_text(fast)
+        written = codecs(quick)
+        assert written.get(CODEC_QUICK) and not written.get(CODEC_STRONG)
+        layout = pack_layout(quick)
+        assert 0 < len(layout) < len(pack_layout(fast))  # fewer, larger packs
+        for slices in layout.values():  # each pack's slices tile it, up to QUICK_PACK_BYTES and one text
+            assert [offset for offset, _ in slices] == [0, *(o + s for o, s in slices[:-1])]
+            assert sum(size for _, size in slices) <= blobs.QUICK_PACK_BYTES + max(size for _, size in slices)
+        assert frame_bytes(quick) < 0.9 * frame_bytes(fast)
+
+        # the quick round after the ingest takes only what is left fresh (texts stored alone), no pack
+        compact_pending(quick.session, level=9, quick=True)
+        assert CODEC_ZSTD not in codecs(quick) and pack_layout(quick) == layout
+        strong = compact_pending(quick.session, level=19)
+        assert strong.bytes_after < strong.bytes_before and set(codecs(quick)) == {CODEC_PACKED, CODEC_STRONG}
+        assert pack_layout(quick) == layout and every_text(quick) == every_text(fast)
+    finally:
+        fast.dispose()
+        quick.dispose()

@@ -47,6 +47,11 @@ def _ingest_paths(args: argparse.Namespace, prescan) -> int:
     labels = _labels(args)
     if labels is None:
         return 2
+    level = settings.compact_level  # recompress_level 0 keeps every text as ingest compressed it
+    compact = not getattr(args, "no_compact", False) and level > 0 and settings.recompress_level > 0
+    # quick: its packs are recompressed at recompress_level later (a server, `irlens compact`); the
+    # ingest writes them compacted as it goes, so no second pass over them waits here
+    quick = level < settings.recompress_level
     db = settings.database()
     total = sum(os.path.getsize(p) for p in args.paths if os.path.isfile(p)) or None
     bar = ProgressBar(total) if sys.stderr.isatty() and not args.quiet else None
@@ -56,6 +61,7 @@ def _ingest_paths(args: argparse.Namespace, prescan) -> int:
                 ingest = Ingest(
                     session, title=args.title or "", tags=args.tag or [], labels=labels, limits=settings.limits(), progress=bar,
                     disassembler=find_disassembler(settings.sass_disassembler), prescan=prescan,
+                    compact_level=level if compact and quick else None,
                 )
                 run = ingest.ingest(args.paths)
                 session.commit()
@@ -66,11 +72,9 @@ def _ingest_paths(args: argparse.Namespace, prescan) -> int:
         finally:
             if bar:
                 bar.close()
-        level = settings.compact_level  # recompress_level 0 keeps every text as ingest compressed it
-        compact = not getattr(args, "no_compact", False) and level > 0 and settings.recompress_level > 0
-        # quick: its packs are recompressed at recompress_level later (a server, `irlens compact`)
-        quick = level < settings.recompress_level
         summary["compaction"] = _compact_fresh(db, level, quick) if compact else None
+        if summary["compaction"] is not None and quick:  # what the ingest itself wrote compacted
+            summary["compaction"].update(written_frames=ingest.blobs.new_blobs, written_bytes=ingest.blobs.stored_bytes)
     finally:
         db.dispose()
     if args.json:
@@ -90,9 +94,9 @@ def _ingest_paths(args: argparse.Namespace, prescan) -> int:
 
 
 def _compact_fresh(db, level: int, quick: bool) -> dict:
-    """Compaction of the fresh packs (this ingest's, and any an earlier `--no-compact` left) at the
-    quick level, as the server's background round does after an upload but cheap enough to wait for
-    (app/store/compaction.py); then, on a SQLite file that is mostly this ingest, the pages of the
+    """Compaction of what is still fresh (the log's texts stored alone, and any packs an earlier
+    `--no-compact` left: this ingest wrote its packs compacted) at the quick level, as the server's
+    background round does after an upload but cheap enough to wait for (app/store/compaction.py); then, on a SQLite file that is mostly this ingest, the pages of the
     packs it replaced are given back (VACUUM)."""
     import time
 
@@ -116,7 +120,9 @@ def _compaction_line(compaction: dict | None, level: int) -> str:
         return f"not compacted ({why}): `irlens compact` (or a server on this database) does it later"
     if "error" in compaction:
         return "not compacted: compaction failed (see the warning above)"
-    return (f"compacted {compaction['frames']} stored frames at zstd level {level}: "
+    written = (f"{compaction['written_frames']} new frames written as {compaction['written_bytes']:,} bytes, then "
+               if "written_frames" in compaction else "")
+    return (f"compacted at zstd level {level}: {written}{compaction['frames']} stored frames "
             f"{compaction['bytes_before']:,} -> {compaction['bytes_after']:,} bytes in {compaction['seconds']:.2f} s")
 
 def cmd_upload(args: argparse.Namespace) -> int:

@@ -66,8 +66,10 @@ class Ingest:
         progress: Progress | None = None,
         disassembler: Disassembler | None = None,
         prescan: LogPrescan | None = None,
+        compact_level: int | None = None,
     ) -> None:
-        self.blobs = BlobWriter(session)
+        # compact_level: new texts stored compacted at this level as they come (app/store/blobs.py)
+        self.blobs = BlobWriter(session, quick_level=compact_level)
         self.run = Run(id=new_run_id(), title=title, owner=owner, tags=list(tags), labels=dict(labels or {}))
         # The op index's scan of each new text runs in a helper process, on the other core, unless
         # the log helper finds the terms as it scans.

@@ -18,6 +18,14 @@ zstd frame over a few megabytes of them stores each repeat as a back-reference. 
 decompression (no chains); readers cache recent packs, by hash. The garbage collector
 (app/store/retention.py) keeps a pack while any ``zpack`` row points into it.
 
+A compacting ingest (`irlens ingest` without `--no-compact`: ``quick_level``) stores 16 MB packs at the
+quick level, marked ``zstdm``, in the order the log printed the texts: a 16 MB window reaches the near
+copies an autotuned log prints megabytes apart, so this stores within a few percent of merging and
+sorting the 4 MB packs afterwards (app/store/compaction.py), with no second pass over them in the
+database. The parser never waits for the slow level: texts are compressed fast in 4 MB frames as
+always, and those small frames queue for a second worker that compresses four at a time again at
+the quick level, mostly while the ingest does its other work (bench/NOTES.md, round 11b).
+
 Writing: `BlobWriter.put` hashes (unless the same bytes object was just hashed: the log scanner hands
 out one object for a body equal to a recent one), skips hashes already stored, and collects new texts;
 every `PACK_BYTES` of them is checked against the database in one query and compressed on a worker
@@ -39,6 +47,10 @@ from app.store.models import Blob, HexHash
 
 PACK_BYTES = 4 << 20  # raw bytes per pack: bigger compresses a little better, reads a little slower
 PACK_COUNT = 2000  # most texts per pack (and per existence query)
+# A compacting ingest's packs (`BlobWriter(quick_level=...)`): four times larger, so that one frame's
+# window reaches the near copies a log prints megabytes apart (another config's same pass).
+QUICK_PACK_BYTES = 16 << 20
+_STREAM_BYTES = 1 << 20  # a quick pack's texts pass through a buffer this size
 MAX_IN_FLIGHT = 2  # packs being compressed at once: bounds the memory an ingest holds
 CODEC_ZSTD = "zstd"
 CODEC_PACKED = "zpack"
@@ -175,15 +187,68 @@ def _compress_pack(members: list[tuple[str, bytes]], params: zstandard.ZstdCompr
     return rows
 
 
+def _fast_frame(members: list[tuple[str, bytes]], params: zstandard.ZstdCompressionParameters,
+                ) -> tuple[list[tuple[str, int]], bytes]:
+    """(the texts' hashes and sizes, one fast frame of them back to back): what waits for a quick
+    pack, at a few percent of the texts' bytes."""
+    raw = b"".join(data for _, data in members) if len(members) > 1 else members[0][1]
+    return [(digest, len(data)) for digest, data in members], _compressor(params).compress(raw)
+
+
+def _quick_pack(frames: list[tuple[list[tuple[str, int]], bytes]], params: zstandard.ZstdCompressionParameters,
+                ) -> list[dict]:
+    """Blob rows for a group of fast frames: their texts back to back in one ``zstdm`` pack (or
+    blob, if one text), compressed once at the quick level with a window as large as the pack."""
+    sizes = [member for members, _ in frames for member in members]
+    total = sum(size for _, size in sizes)
+    # Streamed through one 1 MB buffer: the texts are held once (in zstd's window), and no large
+    # allocation is made per frame (4 MB ones, freed and made again, grew this thread's heap by ~50 MB).
+    compressor = _compressor(params).compressobj(size=total)
+    decompressor = _thread_decompressor()
+    buffer = bytearray(_STREAM_BYTES)
+    view = memoryview(buffer)
+    hasher, out = hashlib.sha256(), []
+    for _, fast in frames:
+        with decompressor.stream_reader(fast) as reader:
+            while read := reader.readinto(buffer):
+                hasher.update(view[:read])
+                out.append(compressor.compress(view[:read]))
+    out.append(compressor.flush())
+    frame = b"".join(out)
+    if len(sizes) == 1:
+        return [{"hash": sizes[0][0], "size": total, "codec": CODEC_QUICK, "data": frame, "pack_id": None}]
+    pack = hasher.hexdigest()
+    rows = [{"hash": pack, "size": total, "codec": CODEC_QUICK, "data": frame, "pack_id": None}]
+    offset = 0
+    for digest, size in sizes:
+        rows.append({"hash": digest, "size": size, "codec": CODEC_PACKED, "data": b"%d" % offset, "pack_id": pack})
+        offset += size
+    return rows
+
+
 class BlobWriter:
     """Collects new blobs during one ingest and writes them in the ingest's transaction."""
 
-    def __init__(self, session: Session, level: int | None = None) -> None:
+    def __init__(self, session: Session, level: int | None = None, quick_level: int | None = None) -> None:
+        """`quick_level`: store packs of up to QUICK_PACK_BYTES at this level, marked ``zstdm`` (a
+        compacting ingest: app/store/compaction.py has nothing left to merge). Texts are first
+        compressed fast in 4 MB frames, as always, so that the parser never waits for the slow level:
+        those small frames queue for a second worker, which decompresses four at a time and compresses
+        them again at `quick_level`, mostly while the ingest does its other work."""
         self.session = session
         self.params = (
             compression_params() if level is None
             else zstandard.ZstdCompressionParameters.from_level(level, write_content_size=True)
         )
+        self.quick_params = None
+        if quick_level:
+            window = max(zstandard.ZstdCompressionParameters.from_level(quick_level).window_log,
+                         (QUICK_PACK_BYTES - 1).bit_length())
+            # 512K-entry tables, 6-byte matches, 8 attempts: within 0.1-0.6% of level 9's own bytes on
+            # the GPU capture and the bench log, for 6-17% less CPU and less memory (bench/NOTES.md, 11b)
+            tuned = {"hash_log": 19, "chain_log": 19, "min_match": 6, "search_log": 3} if quick_level == 9 else {}
+            self.quick_params = zstandard.ZstdCompressionParameters.from_level(
+                quick_level, window_log=window, write_content_size=True, write_checksum=False, **tuned)
         self.packs = 0
         self.seen: set[str] = set()
         self.pending: list[tuple[str, bytes]] = []
@@ -193,6 +258,11 @@ class BlobWriter:
         self._recent: OrderedDict[int, tuple[bytes, str]] = OrderedDict()  # id(data) -> (data, digest)
         self._pool: ThreadPoolExecutor | None = None
         self._in_flight: deque[Future] = deque()
+        # quick_level: fast frames gathered for the next quick pack, and the quick packs being compressed
+        self._group: list[tuple[list[tuple[str, int]], bytes]] = []
+        self._group_bytes = 0
+        self._quick_pool: ThreadPoolExecutor | None = None
+        self._quick: deque[Future] = deque()
 
     def digest(self, data: bytes) -> str:
         """sha256 of `data`, remembered for the last few bytes objects (by identity, not by value)."""
@@ -240,10 +310,34 @@ class BlobWriter:
         if members:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="irlens-blobs")
-            self.packs += 1
-            self._in_flight.append(self._pool.submit(_compress_pack, members, self.params))
+            if self.quick_params is None:
+                self.packs += 1
+                self._in_flight.append(self._pool.submit(_compress_pack, members, self.params))
+            else:
+                self._in_flight.append(self._pool.submit(_fast_frame, members, self.params))
         while self._in_flight and (len(self._in_flight) > MAX_IN_FLIGHT or self._in_flight[0].done()):
-            self._store(self._in_flight.popleft().result())
+            self._done(self._in_flight.popleft().result())
+
+    def _done(self, result) -> None:
+        """A fast worker's result: blob rows to write, or (quick_level) a fast frame to gather."""
+        if self.quick_params is None:
+            self._store(result)
+            return
+        self._group.append(result)
+        self._group_bytes += sum(size for _, size in result[0])
+        if self._group_bytes >= QUICK_PACK_BYTES:
+            self._send_group()
+        while self._quick and self._quick[0].done():
+            self._store(self._quick.popleft().result())
+
+    def _send_group(self) -> None:
+        if not self._group:
+            return
+        if self._quick_pool is None:
+            self._quick_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="irlens-blobs-quick")
+        self.packs += 1
+        self._quick.append(self._quick_pool.submit(_quick_pack, self._group, self.quick_params))
+        self._group, self._group_bytes = [], 0
 
     def _existing(self, digests: list[str]) -> set[str]:
         """Which of these hashes the database holds already (one query; plain SQL on SQLite and
@@ -267,22 +361,30 @@ class BlobWriter:
         """Write every blob put so far (waits for the worker)."""
         self._seal()
         while self._in_flight:
-            self._store(self._in_flight.popleft().result())
+            self._done(self._in_flight.popleft().result())
+        self._send_group()
+        while self._quick:
+            self._store(self._quick.popleft().result())
 
     def close(self) -> None:
         """Drop unwritten work and stop the worker (after a failed ingest, or once flushed)."""
-        for future in self._in_flight:
+        for future in (*self._in_flight, *self._quick):
             future.cancel()
         self._in_flight.clear()
+        self._quick.clear()
         self.pending.clear()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        self._group.clear()
+        for name in ("_pool", "_quick_pool"):
+            pool = getattr(self, name)
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+                setattr(self, name, None)
 
     def __del__(self) -> None:
-        pool = self.__dict__.get("_pool")
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+        for name in ("_pool", "_quick_pool"):
+            pool = self.__dict__.get(name)
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
 
 
 class _PackCache:
@@ -323,11 +425,16 @@ def blob_row(session: Session, digest: str) -> Blob | None:
 _decompressors = threading.local()  # a ZstdDecompressor is not safe to share between threads
 
 
-def decompress(data: bytes) -> bytes:
-    """A zstd blob's raw bytes."""
+def _thread_decompressor() -> zstandard.ZstdDecompressor:
     decompressor = getattr(_decompressors, "decompressor", None)
     if decompressor is None:
         decompressor = _decompressors.decompressor = zstandard.ZstdDecompressor()
+    return decompressor
+
+
+def decompress(data: bytes) -> bytes:
+    """A zstd blob's raw bytes."""
+    decompressor = _thread_decompressor()
     # Log texts are streamed frames without a content size; stream those.
     if zstandard.frame_content_size(data) < 0:
         return decompressor.decompressobj(read_across_frames=True).decompress(data)

@@ -18,13 +18,14 @@ An ingest stores its new texts in 4 MB packs, in the order it met them, compress
 Strong packs are never merged again: each text is compressed once at the strong level whatever the
 database holds.
 
-`irlens ingest` compacts before it returns, so on the user's critical path: there the round is
-*quick* (``quick=True``, level `QUICK_LEVEL`, each pack compressed on two of zstd's threads) and its
-packs are marked ``zstdm``. The server's background round and
-`irlens compact` are strong: they merge fresh packs as above and recompress quick ones in place (a
-quick pack is already a merged, sorted one; app/store/recompress.py). On a 232 MB GPU autotune
-capture the quick round costs ~0.7 s of CPU and stores 64% of what ingest stored; the strong one
-55%, for ~37 s (bench/NOTES.md, round 11). On the shared corpus this stores the texts in 11% fewer bytes than recompressing
+`irlens ingest` writes its packs compacted as it goes (16 MB, level `QUICK_LEVEL`, ``zstdm``:
+app/store/blobs.py), then runs a *quick* round here before it returns (``quick=True``, each pack
+compressed on two of zstd's threads) for whatever is still fresh: the log's texts stored alone, packs
+an earlier `--no-compact` left. The server's background round and `irlens compact` are strong: they
+merge fresh packs as above and recompress quick ones in place (app/store/recompress.py). On a 232 MB
+GPU autotune capture the ingest's own 16 MB packs store 67% of what `--no-compact` stores (a quick
+merge of its packs: 64%, for a second pass over them on the critical path); the strong round 55%,
+for ~37 s (bench/NOTES.md, round 11). On the shared corpus this stores the texts in 11% fewer bytes than recompressing
 each 4 MB pack alone; a cold read decompresses up to 16 MB instead of 4 (2 ms p50, 6 ms at most,
 against 1.4 and 2.5 ms; bench/NOTES.md, round 8).
 """

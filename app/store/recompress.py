@@ -11,8 +11,9 @@ One blob per transaction, so an ingest or a deletion waits for one short UPDATE 
 deleted meanwhile is simply not updated. The server runs this after the map indexes in the map
 preparation loop (app/insight/precompute.py); `irlens compact` does it on demand.
 
-`irlens ingest` runs the same at `QUICK_LEVEL` before it returns (``quick=True``): the frames it
-writes are marked ``zstdm``, which a strong round takes up again as it takes ``zstd`` ones.
+`irlens ingest` writes its packs at `QUICK_LEVEL` and runs the same at that level on what is left
+fresh before it returns (``quick=True``): those frames are marked ``zstdm``, which a strong round takes
+up again as it takes ``zstd`` ones.
 """
 
 from __future__ import annotations
