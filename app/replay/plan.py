@@ -15,6 +15,7 @@ backend added between the two that printed no dump (replayed with it).
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -162,7 +163,7 @@ def plan_steps(dumps: list[Dump], calls: list[dict]) -> list[Step]:
     matched = [i for i, _ in pairs]
     # Passes the backend added between two dumped ones printed no dump (a filtered MLIR_ENABLE_DUMP
     # skips function-anchored passes): they ran before the next dump, so they run with the pass before.
-    for (i, j), (_, next_j) in zip(pairs, pairs[1:]):
+    for (i, j), (_, next_j) in itertools.pairwise(pairs):
         steps[i].undumped = list(range(j + 1, next_j))
     failed = next((d for d in mlir if d.when == "after" and d.failed), None)
     for position, step in enumerate(steps):

@@ -19,6 +19,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 WORKER = Path(__file__).resolve().parent / "worker.py"
 _CHUNK = 1 << 20
@@ -46,7 +47,7 @@ class Worker:
         self.start_seconds = 0.0
         self._buffer = b""
 
-    def __enter__(self) -> Worker:
+    def __enter__(self) -> Self:
         self.start()
         return self
 
@@ -55,7 +56,7 @@ class Worker:
 
     def start(self) -> dict:
         started = time.perf_counter()
-        self._stderr = tempfile.TemporaryFile()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - kept open for the worker's life, closed in close()
         env = {key: value for key, value in os.environ.items() if not key.startswith(("MLIR_", "TRITON_"))}
         env["TRITON_DEFAULT_FP_FUSION"] = env.get("TRITON_DEFAULT_FP_FUSION", "1")  # silences 3.9's warning
         command = [self.python, "-I", str(WORKER), "--memory-mb", str(self.limits.memory_mb),

@@ -38,7 +38,6 @@ from app.web.errors import error_json
 from app.web.page_cache import cache_response, cached_response
 from app.web.responder import SessionDep, UrlsDep, json_twin_url, page_context, render_block, templates
 from app.web.views import diff_rows as row_rendering
-from app.web.views.replay import reproducer_links
 from app.web.views.diff_rows import (
     VIEWS,
     PageOptions,
@@ -50,6 +49,7 @@ from app.web.views.diff_rows import (
     page_pieces,
     parse_options,
 )
+from app.web.views.replay import reproducer_links
 
 router = APIRouter()
 
