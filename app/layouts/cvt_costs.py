@@ -15,13 +15,12 @@ from app.layouts.aliases import expand
 from app.layouts.conversion import conversion, conversion_kind, minimal_dims
 from app.layouts.convert import to_linear_layout
 from app.layouts.errors import LayoutError
+from app.layouts.ir_lines import op_lines
 from app.layouts.linear import LinearLayout
 from app.layouts.parse import Encoding, parse_encoding
 
-_DEF = re.compile(r"#([A-Za-z_][\w$-]*) = (#[A-Za-z_]\w*\.\w+.*)$")
 _CVT = re.compile(r"(?:ttg|triton_gpu)\.convert_layout %[\w#.]+( \{[^{}]*\})? : "
                   r"tensor<((?:\d+x)+)([^,<>]*(?:<[^<>]*>)?), ")
-_TARGET = re.compile(r'ttg\.target = "([^"]+)"')
 _DST = re.compile(r"-> tensor<(?:\d+x)+[^,<>]*(?:<[^<>]*>)?, ")
 MAX_CONVERSIONS = 5000  # per text; a page lists them, so bound the work
 
@@ -75,21 +74,8 @@ def _conversions(
     """Each convert_layout as (line number, source, destination, shape, element type, target, forced
     to shuffles), its encodings with aliases expanded; at most MAX_CONVERSIONS. The module's
     `ttg.target` is the target; ``default_target`` (the compilation's) where it names none."""
-    aliases: dict[str, str] = {}
-    target = default_target or ""
     found = 0
-    for number, line in enumerate(lines, 1):
-        if line.startswith("module"):
-            t = _TARGET.search(line)
-            target = t.group(1) if t else target
-            continue
-        if line.startswith("#"):
-            m = _DEF.match(line.rstrip())
-            if m:
-                aliases[m.group(1)] = m.group(2)
-            continue
-        if "convert_layout" not in line:
-            continue
+    for number, line, target, aliases in op_lines(lines, default_target, ("convert_layout",)):
         m = _CVT.search(line)
         if not m:
             continue

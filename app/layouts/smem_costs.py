@@ -17,10 +17,9 @@ from app.layouts.aliases import expand
 from app.layouts.bank_conflicts import analyse, wavefront_picture
 from app.layouts.convert import to_linear_layout
 from app.layouts.errors import LayoutError
+from app.layouts.ir_lines import op_lines
 from app.layouts.parse import parse_encoding
 
-_DEF = re.compile(r"#([A-Za-z_][\w$-]*) = (#[A-Za-z_]\w*\.\w+.*)$")
-_TARGET = re.compile(r'(?:ttg|triton_gpu)\.target = "([^"]+)"')
 _OP = re.compile(r"\b(?:ttg|triton_gpu)\.(local_load|local_store|local_alloc|async_copy_global_to_local)\b")
 _TENSOR = re.compile(r"tensor<((?:\d+x)+)([^,<>]*(?:<[^<>]*>)?), ")
 _MEMDESC = re.compile(r"(?:!(?:ttg|triton_gpu|tt)\.memdesc|-> )<((?:\d+x)+)([\w]+), ")
@@ -95,21 +94,8 @@ def pair_report(dist: str, shared: str, shape: list[int], element_type: str, tar
 
 
 def _accesses(lines: Iterable[str], default_target: str = "") -> Iterator[dict]:
-    aliases: dict[str, str] = {}
-    target = default_target or ""
     found = 0
-    for number, line in enumerate(lines, 1):
-        if line.startswith("module"):
-            t = _TARGET.search(line)
-            target = t.group(1) if t else target
-            continue
-        if line.startswith("#"):
-            m = _DEF.match(line.rstrip())
-            if m:
-                aliases[m.group(1)] = m.group(2)
-            continue
-        if "local_" not in line and "async_copy_global_to_local" not in line:
-            continue  # most lines: a substring test is far cheaper than the regex
+    for number, line, target, aliases in op_lines(lines, default_target, ("local_", "async_copy_global_to_local")):
         op = _OP.search(line)
         if not op or (op.group(1) == "local_alloc" and not re.search(r"local_alloc %", line)):
             continue
