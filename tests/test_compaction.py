@@ -71,6 +71,9 @@ def test_a_quick_round_marks_its_packs_and_a_strong_one_recompresses_them_in_pla
 def test_a_compacted_file_that_is_mostly_free_pages_is_vacuumed(db):
     ingest_paths(db, [corpus_archive("sm90_mix")])
     compact_pending(db.session, level=9, quick=True)  # the ingest's packs dropped: their pages are free
+    if db.engine.dialect.name != "sqlite":
+        assert not db.release_free_pages()  # PostgreSQL: its autovacuum keeps its own free space
+        return
 
     def pages() -> tuple[int, int]:
         with db.engine.connect() as connection:

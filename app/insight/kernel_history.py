@@ -73,12 +73,13 @@ def points_query(visible: ColumnElement[bool] | None):
 
 
 # First effect passes already found, by the two compilations' keys: the pair's texts never change.
-_EFFECTS: OrderedDict[tuple[int, int], str | None] = OrderedDict()
+_EFFECTS: OrderedDict[tuple, str | None] = OrderedDict()
 
 
 def first_effect_pass(session: Session, a_id: str, b_id: str, keys: tuple[int, int]) -> str | None:
     """The compare page's first pass whose effect differs between two compilations (None: none, or
     neither has pass dumps)."""
+    keys = (session.get_bind().url.render_as_string(hide_password=True), *keys)  # pks are per database
     if keys in _EFFECTS:
         _EFFECTS.move_to_end(keys)
         return _EFFECTS[keys]
@@ -195,7 +196,7 @@ def _spark(session: Session, name: str, visible: ColumnElement[bool] | None) -> 
     return latest.compilation_pk, list(reversed(same))
 
 
-_LISTS: OrderedDict[tuple, dict[str, Any]] = OrderedDict()  # (generation, reader, query) -> the list
+_LISTS: OrderedDict[tuple, dict[str, Any]] = OrderedDict()  # (database, generation, reader, query) -> the list
 
 
 def kernel_list(session: Session, urls: Urls, visible: ColumnElement[bool] | None, query: str = "",
@@ -204,7 +205,9 @@ def kernel_list(session: Session, urls: Urls, visible: ColumnElement[bool] | Non
     series. It groups every point, so it is kept per worker while the history's generation stands
     (app/store/generation.py: any change to the points or to which runs are listed moves it);
     `reader` names whom `visible` lets see what (the same reader, the same runs)."""
-    key = (history_generation(session), reader, query, urls.base)
+    # the database too: two databases served by one process (tests, a second app) count generations alike
+    database = session.get_bind().url.render_as_string(hide_password=True)
+    key = (database, history_generation(session), reader, query, urls.base)
     if key in _LISTS:
         _LISTS.move_to_end(key)
         return {**_LISTS[key], "cached": True}

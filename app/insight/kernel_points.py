@@ -157,12 +157,13 @@ def write_points(session: Session, run: Run) -> int:
     return len(rows)
 
 
-def ensure_points(session: Session, run_ids: list[str] | None = None, limit: int = 100) -> int:
+def ensure_points(session: Session, run_ids: list[str] | None = None, limit: int = 100, wait: bool = True) -> int:
     """Write the points of the runs that have none yet (of `run_ids`, or any `limit` of them), each
     committed on its own. Not at ingest: they re-read stored texts (the TTIR's tile, the final TTGIR's
     ops, the cache files' lines), which would add a tenth to an ingest; so the server's background round
     writes them after each upload, and whatever reads points first writes those still missing. A run
-    another process is writing is skipped (PostgreSQL: SKIP LOCKED; SQLite: one writer at a time)."""
+    another process is writing is waited for, so that a page shows it (PostgreSQL's row lock; SQLite: one
+    writer at a time), or skipped with `wait=False` (the background round: the writer finishes it)."""
     statement = select(Run.id).where(Run.points_version.is_(None))
     if run_ids is not None:
         statement = statement.where(Run.id.in_(run_ids))
@@ -170,7 +171,7 @@ def ensure_points(session: Session, run_ids: list[str] | None = None, limit: int
     done = 0
     for run_id in pending:
         run = session.scalars(select(Run).where(Run.id == run_id, Run.points_version.is_(None))
-                              .with_for_update(skip_locked=True)).first()
+                              .with_for_update(skip_locked=not wait)).first()
         if run is None:  # written meanwhile, deleted, or being written by another process
             session.rollback()
             continue

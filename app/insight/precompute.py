@@ -69,7 +69,7 @@ def prepare_run(db: Database, run_id: str) -> None:
 def prepare_pending(db: Database) -> int:
     with db.session() as session:  # kernel history's points first: a check or history page waits for them
         try:
-            ensure_points(session, limit=1000)
+            ensure_points(session, limit=1000, wait=False)
         except Exception:  # the pages write what they need themselves
             log.exception("kernel history: writing points failed")
     done = 0
