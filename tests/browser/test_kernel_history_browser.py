@@ -58,11 +58,11 @@ def test_run_to_kernel_history_to_flagged_step_to_compare(server_url, browser_pa
     page.wait_for_url("**/kernels")
     page.get_by_role("searchbox", name="Search kernels by name").fill("matmul")
     page.locator("main form[role=search] button").click()
-    links = page.locator("#kernels a.kernel-link")
-    expect(links.filter(has_text=re.compile(r"^matmul_kernel$"))).to_have_count(1)
-    names = links.all_inner_texts()  # other tests' kernels may share the server: only names with "matmul"
-    assert all("matmul" in name for name in names)
-    expect(page.locator("#kernels svg.spark")).to_have_count(len(names))
+    ours = page.locator("#kernels a.kernel-link").filter(has_text=re.compile(r"^matmul_kernel$"))
+    expect(ours).to_have_count(1)
+    # other tests' kernels may share the server: only names with "matmul" are listed
+    assert all("matmul" in name for name in page.locator("#kernels a.kernel-link").all_inner_texts())
+    expect(page.locator("#kernels svg.spark").first).to_be_visible()  # a series of several points draws one
     # in Triton version order, the same steps are improvements
     page.goto(f"{server_url}/kernels/matmul_kernel?order=label:triton")
     reordered = httpx.get(f"{server_url}/kernels/matmul_kernel.json?order=label:triton").json()
