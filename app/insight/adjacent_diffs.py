@@ -25,7 +25,7 @@ from pathlib import Path
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from app import diff
+from app import diff, foreground
 from app.store.blobs import BlobReader, insert_ignoring
 from app.store.models import AdjacentDiff, Compilation, Snapshot
 
@@ -137,6 +137,7 @@ def store_run(session: Session, run_id: str, reader: BlobReader | None = None) -
     for a_blob, b_blob in pairs:
         if (a_blob, b_blob) in current:
             continue
+        foreground.give_way()
         a_text, b_text = reader.text(session, a_blob), reader.text(session, b_blob)
         if a_text is None or b_text is None:
             continue

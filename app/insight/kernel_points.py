@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from app import render
+from app import foreground, render
 from app.insight.autotune import by_compilation, run_autotune
 from app.insight.kernel_config import compilation_config, tile_text
 from app.insight.resources import compilation_resources
@@ -170,6 +170,7 @@ def ensure_points(session: Session, run_ids: list[str] | None = None, limit: int
     pending = session.scalars(statement.order_by(Run.created_at).limit(limit)).all()
     done = 0
     for run_id in pending:
+        foreground.give_way()  # nothing locked here: the last run is committed
         run = session.scalars(select(Run).where(Run.id == run_id, Run.points_version.is_(None))
                               .with_for_update(skip_locked=not wait)).first()
         if run is None:  # written meanwhile, deleted, or being written by another process

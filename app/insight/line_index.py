@@ -24,7 +24,7 @@ import zstandard
 from sqlalchemy import bindparam, insert, select
 from sqlalchemy.orm import Session
 
-from app import render
+from app import foreground, render
 from app.render.loc_transfer import transfer
 from app.store.blobs import decompress, insert_ignoring
 from app.store.models import Compilation, LineIndex, LineIndexPack, Snapshot
@@ -184,6 +184,7 @@ def indexes_for(session: Session, snapshots: Sequence[Snapshot], *, store: bool 
             metadata = snapshot.blob
         row = rows.get((snapshot.blob_id, context))
         if row is None or (row.pack is not None and row.pack not in packs):  # a lost pack: made again
+            foreground.give_way()  # background work: one text at a time between page requests
             raw = _compute(session, snapshot.blob, text if text is not None else _text(session, snapshot.blob), context)
             row = rows[(snapshot.blob_id, context)] = _Row(snapshot.blob_id, context, 0, None, 0, len(raw), raw)
             added.append(row)
@@ -232,6 +233,7 @@ def index_run(session: Session, run_id: str) -> None:
     """Compute and store the indexes a run's map pages need (those of blobs seen before are kept)."""
     compilations = session.scalars(select(Compilation).where(Compilation.run_id == run_id)).all()
     for compilation in compilations:
+        foreground.give_way()
         indexes_for(session, list(compilation.snapshots))
 
 

@@ -9,7 +9,8 @@ server instead indexes each run once it is stored (an upload wakes it; runs inge
 command line, or before this existed, are found on its next round). A map visited before its run
 is indexed computes what it needs on the spot and stores it (line_index.indexes_for).
 
-Each round then compacts the texts stored since the last one (app/store/compaction.py).
+Each round then compacts the texts stored since the last one (app/store/compaction.py). All of it
+gives way to page requests between small units of work (app/foreground.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import threading
 
 from sqlalchemy import select
 
+from app import foreground
 from app.insight import adjacent_diffs, kernel_config, line_index
 from app.insight.kernel_points import ensure_points
 from app.store import compaction, recompress
@@ -74,6 +76,7 @@ def prepare_pending(db: Database) -> int:
             log.exception("kernel history: writing points failed")
     done = 0
     for run_id in pending_runs(db):
+        foreground.give_way()
         try:
             prepare_run(db, run_id)
             done += 1
@@ -87,18 +90,24 @@ async def map_prep_loop(db: Database, idle: float = IDLE_SECONDS, level: int = r
 
     stopping = threading.Event()  # shutdown: a recompression round ends after its current text
 
-    def interrupted() -> bool:  # a new upload's indexes come first
+    def interrupted() -> bool:  # a new upload's indexes come first; page requests before either
+        foreground.give_way()
         return _wake.is_set() or stopping.is_set()
+
+    def in_background(function, *args):
+        with foreground.background():
+            return function(*args)
 
     try:
         while True:
             _wake.clear()
             try:
-                done = await run_in_threadpool(prepare_pending, db)
+                done = await run_in_threadpool(in_background, prepare_pending, db)
                 if done:
                     log.info("map indexes: %d runs prepared", done)
                 # after the indexes, which a visit waits for
-                squeezed = await run_in_threadpool(compaction.compact_pending, db.session, level, interrupted)
+                squeezed = await run_in_threadpool(in_background, compaction.compact_pending, db.session, level,
+                                                   interrupted)
                 if squeezed.blobs:
                     log.info("compact: %d frames, %d -> %d bytes", squeezed.blobs, squeezed.bytes_before,
                              squeezed.bytes_after)

@@ -23,6 +23,7 @@ from app.store.retention import start_retention
 from app.urls import Urls
 from app.web import warm_pages
 from app.web.auth import AuthMiddleware
+from app.web.in_flight import InFlightMiddleware
 from app.web.page_cache import CachedPageMiddleware
 from app.web.responder import STATIC_DIR, http_error, warm_up
 from app.web.security import SecurityMiddleware, server_error
@@ -122,6 +123,7 @@ def create_app(settings: Settings | None = None, background: bool = True) -> Fas
     app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=1)
     # Outermost of ours: its headers go on every response (a 500 gets them from server_error).
     app.add_middleware(SecurityMiddleware)
+    app.add_middleware(InFlightMiddleware)  # the background rounds wait while pages are being answered
     app.state.limits = settings.limits()
     app.state.disassembler = find_disassembler(settings.sass_disassembler)  # looked for once, not per upload
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
