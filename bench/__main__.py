@@ -56,7 +56,10 @@ def machine() -> dict:
 
 
 def run(args: argparse.Namespace) -> dict:
-    results: dict = {"machine": machine(), "mode": "quick" if args.quick else "full", "started": time.time()}
+    mode = "quick" if args.quick else "full"
+    if args.only:  # a partial run keeps the whole run's results: bench/results/full-visits.json
+        mode += "-" + "-".join(sorted(set(args.only)))
+    results: dict = {"machine": machine(), "mode": mode, "started": time.time()}
     workdir = Path(tempfile.mkdtemp(prefix="irlens-bench-run-"))
     stages = set(args.only or STAGES)
     # 356 MiB = 373 MB: the size of the log issue 16's ingest target was measured on.

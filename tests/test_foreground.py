@@ -70,3 +70,43 @@ def test_the_middleware_counts_page_reads_but_not_uploads(tmp_path, monkeypatch)
         client.post("/runs", files={"files": ("x.log", b"no IR here\n")})
         assert len(seen) == 1
     assert foreground._in_flight == 0
+
+
+def test_background_work_holds_no_write_lock_when_it_gives_way(tmp_path, monkeypatch):
+    """A map visit stores the indexes it computes: had the background round waited for that visit
+    while holding SQLite's write lock, the visit would have waited for the round (a deadlock broken
+    only by the 5 s cap, once per text). At every give_way of a whole preparation, another connection
+    can take the write lock at once."""
+    import sqlite3
+
+    from app.insight import precompute
+    from app.store.db import Database
+    from tests.conftest import FIXTURES, ingest_paths
+
+    path = tmp_path / "irlens.db"
+    database = Database(f"sqlite:///{path}")
+    locked: list[str] = []
+    calls: list[int] = []
+    real = foreground.give_way
+
+    def checking(max_wait: float = foreground.MAX_WAIT_SECONDS) -> float:
+        calls.append(1)
+        other = sqlite3.connect(path, timeout=0)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            other.rollback()
+        except sqlite3.OperationalError as error:
+            locked.append(str(error))
+        finally:
+            other.close()
+        return real(max_wait)
+
+    monkeypatch.setattr(foreground, "give_way", checking)
+    try:
+        ingest_paths(database, [FIXTURES / "recompile_add_kernel_triton39.log.gz",
+                                FIXTURES / "sm90_add_kernel_dump.log.gz"])
+        with foreground.background():
+            assert precompute.prepare_pending(database) >= 1
+    finally:
+        database.dispose()
+    assert len(calls) > 10 and locked == []

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app import foreground, render
+from app import render
 from app.store.models import Artifact, Compilation, Snapshot
 
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
@@ -231,7 +231,6 @@ def store_ir_facts(session: Session, compilations: list[Compilation]) -> int:
     todo = [c for c in compilations if c.derived is None]
     prefetch(session, todo)
     for compilation in todo:
-        foreground.give_way()
         compilation.derived = ir_facts(session, compilation)
     return len(todo)
 

@@ -184,7 +184,7 @@ def indexes_for(session: Session, snapshots: Sequence[Snapshot], *, store: bool 
             metadata = snapshot.blob
         row = rows.get((snapshot.blob_id, context))
         if row is None or (row.pack is not None and row.pack not in packs):  # a lost pack: made again
-            foreground.give_way()  # background work: one text at a time between page requests
+            foreground.give_way()  # before this call's rows are written (they are, below, all at once)
             raw = _compute(session, snapshot.blob, text if text is not None else _text(session, snapshot.blob), context)
             row = rows[(snapshot.blob_id, context)] = _Row(snapshot.blob_id, context, 0, None, 0, len(raw), raw)
             added.append(row)
@@ -230,11 +230,13 @@ def _store(session: Session, added: list[_Row]) -> None:
 
 
 def index_run(session: Session, run_id: str) -> None:
-    """Compute and store the indexes a run's map pages need (those of blobs seen before are kept)."""
+    """Compute and store the indexes a run's map pages need (those of blobs seen before are kept),
+    committing each compilation's: background work gives way to page requests between texts
+    (app/foreground.py), and must hold no write lock while it waits."""
     compilations = session.scalars(select(Compilation).where(Compilation.run_id == run_id)).all()
     for compilation in compilations:
-        foreground.give_way()
         indexes_for(session, list(compilation.snapshots))
+        session.commit()
 
 
 def _text(session: Session, digest: str) -> str:

@@ -32,6 +32,7 @@ log = logging.getLogger("irlens")
 MARK = "line_index"  # in Run.stats once the run's map indexes are stored
 MARKS = (MARK, adjacent_diffs.MARK)  # a run is prepared once both are there
 IDLE_SECONDS = 30.0
+_FACTS_CHUNK = 16  # compilations whose IR facts are read between two commits
 _wake = threading.Event()
 
 
@@ -54,8 +55,10 @@ def prepare_run(db: Database, run_id: str) -> None:
         session.commit()
     with db.session() as session:  # what each compilation's IR says of its config (the run page's autotune links)
         run = session.get(Run, run_id)
-        if run is not None:
-            kernel_config.store_ir_facts(session, list(run.compilations))
+        compilations = list(run.compilations) if run is not None else []
+        for start in range(0, len(compilations), _FACTS_CHUNK):  # committed by chunks: no lock held below
+            foreground.give_way()
+            kernel_config.store_ir_facts(session, compilations[start:start + _FACTS_CHUNK])
             session.commit()
     with db.session() as session:  # then the large adjacent diffs, each committed as it is stored
         adjacent_diffs.store_run(session, run_id)
