@@ -191,8 +191,15 @@ def _fast_frame(members: list[tuple[str, bytes]], params: zstandard.ZstdCompress
                 ) -> tuple[list[tuple[str, int]], bytes]:
     """(the texts' hashes and sizes, one fast frame of them back to back): what waits for a quick
     pack, at a few percent of the texts' bytes."""
-    raw = b"".join(data for _, data in members) if len(members) > 1 else members[0][1]
-    return [(digest, len(data)) for digest, data in members], _compressor(params).compress(raw)
+    sizes = [(digest, len(data)) for digest, data in members]
+    if len(members) == 1:
+        return sizes, _compressor(params).compress(members[0][1])
+    # Streamed: joining the texts first made a 4 MB bytes object per pack on this thread, and those,
+    # freed and made again between the quick packs' buffers, grew its heap by ~40 MB (bench/NOTES.md, 12).
+    compressor = _compressor(params).compressobj(size=sum(size for _, size in sizes))
+    out = [compressor.compress(data) for _, data in members]
+    out.append(compressor.flush())
+    return sizes, b"".join(out)
 
 
 def _quick_pack(frames: list[tuple[list[tuple[str, int]], bytes]], params: zstandard.ZstdCompressionParameters,
