@@ -90,7 +90,7 @@ LAYERS = (
     ("parsers.records", "parsers.literal_scan", "parsers.json_numbers"),  # shared by every room of parsers/, importing none
     ("parsers",),  # the rooms by input family (parsers/logs/, parsers/caches/, ...)
     ("parsers.registry",),  # the one list of formats: reads the rooms, none reads it
-    ("app.layouts", "app.highlight", "app.diff", "app.urls", "app.helper_process"),
+    ("app.layouts", "app.highlight", "app.diff", "app.urls", "app.helper_process", "app.foreground"),
     ("app.store",),
     ("app.settings", "app.render"),
     ("app.insight", "app.replay"),
