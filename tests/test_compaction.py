@@ -235,3 +235,28 @@ def test_an_ingest_that_compacts_writes_its_packs_once_at_the_quick_level(tmp_pa
     finally:
         fast.dispose()
         quick.dispose()
+
+
+def test_quick_packs_fed_frame_by_frame_keep_every_text(tmp_path, monkeypatch):
+    # Small packs (8 KB fast frames, 32 KB quick packs): many quick packs, each fed several fast
+    # frames on the quick worker while the next ones are being made, on committed fixtures
+    from app.store.db import Database
+    from tests.conftest import FIXTURES, fresh_db_url
+
+    logs = [FIXTURES / "recompile_add_kernel_triton39.log.gz", FIXTURES / "sm90_add_kernel_dump.log.gz"]
+    (tmp_path / "fast").mkdir()
+    (tmp_path / "quick").mkdir()
+    fast, quick = Database(fresh_db_url(tmp_path / "fast")), Database(fresh_db_url(tmp_path / "quick"))
+    monkeypatch.setattr(blobs, "PACK_BYTES", 8 << 10)
+    monkeypatch.setattr(blobs, "QUICK_PACK_BYTES", 32 << 10)
+    try:
+        ingest_paths(fast, logs)
+        ingest_paths(quick, logs, compact_level=9)
+        assert every_text(quick) == every_text(fast)
+        layout = pack_layout(quick)
+        assert len(layout) >= 3 and codecs(quick).get(CODEC_QUICK)
+        for slices in layout.values():
+            assert [offset for offset, _ in slices] == [0, *(o + s for o, s in slices[:-1])]
+    finally:
+        fast.dispose()
+        quick.dispose()
