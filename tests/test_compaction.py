@@ -237,9 +237,9 @@ def test_an_ingest_that_compacts_writes_its_packs_once_at_the_quick_level(tmp_pa
         quick.dispose()
 
 
-def test_quick_packs_fed_frame_by_frame_keep_every_text(tmp_path, monkeypatch):
-    # Small packs (8 KB fast frames, 32 KB quick packs): many quick packs, each fed several fast
-    # frames on the quick worker while the next ones are being made, on committed fixtures
+def test_many_small_quick_packs_keep_every_text(tmp_path, monkeypatch):
+    # Small packs (8 KB fast frames, 32 KB quick packs): many quick packs of several fast frames each,
+    # on committed fixtures (the sm90_mix test above needs ../shared and makes one)
     from app.store.db import Database
     from tests.conftest import FIXTURES, fresh_db_url
 

@@ -202,59 +202,35 @@ def _fast_frame(members: list[tuple[str, bytes]], params: zstandard.ZstdCompress
     return sizes, b"".join(out)
 
 
-class _QuickPack:
-    """One ``zstdm`` pack being written on the quick worker, fed each fast frame as it comes back (texts
-    back to back, compressed once at the quick level with a window as large as the pack). Fed as they
-    come, not once a pack's worth has gathered: what is left when the ingest ends is the last frame's
-    work, not a whole pack's (0.1 s of level 9 for a 13 MB capture, on the command's critical path)."""
-
-    def __init__(self, params: zstandard.ZstdCompressionParameters) -> None:
-        self.params = params
-        self.compressor: zstandard.ZstdCompressionObj | None = None  # made on the worker (its compressor)
-        self.hasher = hashlib.sha256()
-        self.sizes: list[tuple[str, int]] = []
-        self.out: list[bytes] = []
-        self.error: BaseException | None = None
-
-    def feed(self, frame: tuple[list[tuple[str, int]], bytes]) -> None:
-        """On the quick worker: decompress a fast frame through one 1 MB buffer into the pack (no large
-        allocation per frame: 4 MB ones, freed and made again, grew this thread's heap by ~50 MB)."""
-        if self.error is not None:
-            return
-        try:
-            members, fast = frame
-            if self.compressor is None:
-                # The total is not known yet: the frame carries no content size (readers stream such
-                # frames). One worker runs the packs one after the other, so its compressor is free.
-                self.compressor = _compressor(self.params).compressobj()
-            buffer = bytearray(_STREAM_BYTES)
-            view = memoryview(buffer)
-            with _thread_decompressor().stream_reader(fast) as reader:
-                while read := reader.readinto(buffer):
-                    self.hasher.update(view[:read])
-                    self.out.append(self.compressor.compress(view[:read]))
-            self.sizes += members
-        except Exception as error:  # noqa: BLE001 - raised by finish(), on the ingest's thread
-            self.error = error
-
-    def finish(self) -> list[dict]:
-        """On the quick worker, after every feed: the blob rows (one blob if the pack holds one text)."""
-        if self.error is not None:
-            raise self.error
-        assert self.compressor is not None  # finish() follows a feed
-        self.out.append(self.compressor.flush())
-        frame = b"".join(self.out)
-        self.out = []
-        total = sum(size for _, size in self.sizes)
-        if len(self.sizes) == 1:
-            return [{"hash": self.sizes[0][0], "size": total, "codec": CODEC_QUICK, "data": frame, "pack_id": None}]
-        pack = self.hasher.hexdigest()
-        rows = [{"hash": pack, "size": total, "codec": CODEC_QUICK, "data": frame, "pack_id": None}]
-        offset = 0
-        for digest, size in self.sizes:
-            rows.append({"hash": digest, "size": size, "codec": CODEC_PACKED, "data": b"%d" % offset, "pack_id": pack})
-            offset += size
-        return rows
+def _quick_pack(frames: list[tuple[list[tuple[str, int]], bytes]], params: zstandard.ZstdCompressionParameters,
+                ) -> list[dict]:
+    """Blob rows for a group of fast frames: their texts back to back in one ``zstdm`` pack (or
+    blob, if one text), compressed once at the quick level with a window as large as the pack."""
+    sizes = [member for members, _ in frames for member in members]
+    total = sum(size for _, size in sizes)
+    # Streamed through one 1 MB buffer: the texts are held once (in zstd's window), and no large
+    # allocation is made per frame (4 MB ones, freed and made again, grew this thread's heap by ~50 MB).
+    compressor = _compressor(params).compressobj(size=total)
+    decompressor = _thread_decompressor()
+    buffer = bytearray(_STREAM_BYTES)
+    view = memoryview(buffer)
+    hasher, out = hashlib.sha256(), []
+    for _, fast in frames:
+        with decompressor.stream_reader(fast) as reader:
+            while read := reader.readinto(buffer):
+                hasher.update(view[:read])
+                out.append(compressor.compress(view[:read]))
+    out.append(compressor.flush())
+    frame = b"".join(out)
+    if len(sizes) == 1:
+        return [{"hash": sizes[0][0], "size": total, "codec": CODEC_QUICK, "data": frame, "pack_id": None}]
+    pack = hasher.hexdigest()
+    rows = [{"hash": pack, "size": total, "codec": CODEC_QUICK, "data": frame, "pack_id": None}]
+    offset = 0
+    for digest, size in sizes:
+        rows.append({"hash": digest, "size": size, "codec": CODEC_PACKED, "data": b"%d" % offset, "pack_id": pack})
+        offset += size
+    return rows
 
 
 class BlobWriter:
@@ -289,9 +265,8 @@ class BlobWriter:
         self._recent: OrderedDict[int, tuple[bytes, str]] = OrderedDict()  # id(data) -> (data, digest)
         self._pool: ThreadPoolExecutor | None = None
         self._in_flight: deque[Future] = deque()
-        # quick_level: the quick pack being fed (and its texts' bytes so far), and the finished ones
-        # being written out by the quick worker
-        self._group: _QuickPack | None = None
+        # quick_level: fast frames gathered for the next quick pack, and the quick packs being compressed
+        self._group: list[tuple[list[tuple[str, int]], bytes]] = []
         self._group_bytes = 0
         self._quick_pool: ThreadPoolExecutor | None = None
         self._quick: deque[Future] = deque()
@@ -355,11 +330,7 @@ class BlobWriter:
         if self.quick_params is None:
             self._store(result)
             return
-        if self._quick_pool is None:
-            self._quick_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="irlens-blobs-quick")
-        if self._group is None:
-            self._group = _QuickPack(self.quick_params)
-        self._quick_pool.submit(self._group.feed, result)  # one worker: feeds and finishes run in order
+        self._group.append(result)
         self._group_bytes += sum(size for _, size in result[0])
         if self._group_bytes >= QUICK_PACK_BYTES:
             self._send_group()
@@ -367,12 +338,13 @@ class BlobWriter:
             self._store(self._quick.popleft().result())
 
     def _send_group(self) -> None:
-        if self._group is None:
+        if not self._group:
             return
-        assert self._quick_pool is not None
+        if self._quick_pool is None:
+            self._quick_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="irlens-blobs-quick")
         self.packs += 1
-        self._quick.append(self._quick_pool.submit(self._group.finish))
-        self._group, self._group_bytes = None, 0
+        self._quick.append(self._quick_pool.submit(_quick_pack, self._group, self.quick_params))
+        self._group, self._group_bytes = [], 0
 
     def _existing(self, digests: list[str]) -> set[str]:
         """Which of these hashes the database holds already (one query; plain SQL on SQLite and
@@ -408,7 +380,7 @@ class BlobWriter:
         self._in_flight.clear()
         self._quick.clear()
         self.pending.clear()
-        self._group = None
+        self._group.clear()
         for name in ("_pool", "_quick_pool"):
             pool = getattr(self, name)
             if pool is not None:
