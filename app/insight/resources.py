@@ -20,7 +20,6 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app import render
 from app.store.models import Artifact, Compilation
 from parsers.caches.amdgcn_resources import amdgcn_resources
 
@@ -199,6 +198,8 @@ def _amdgcn_on_demand(session: Session, compilation: Compilation) -> dict | None
                                                          Artifact.kind == "amdgcn").limit(1))
     if digest is None:
         return None
+    from app import render  # here: `irlens ingest`'s summary reads resources, and needs no lexers
+
     text = render.blob_reader.text(session, digest) or ""
     found = amdgcn_resources(text)
     return {"source": "amdgcn", **found} if found else None
