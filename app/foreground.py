@@ -7,8 +7,9 @@ the requests: a first visit made then took up to 1.5x as long as the same visit 
 calls `give_way()` between its small units (one text, one diff, one run), which returns at once on a
 request thread and, on a thread marked `background()`, waits until no request has been in flight for
 QUIET_SECONDS. The browser that asked still has to lay out and paint what it got: on a one-host
-deployment that needs the cores too. The wait is capped, so a server that is never idle still makes
-progress.
+deployment that needs the cores too. The wait is capped, and a wait that reached its cap is followed by
+FREE_RUN_SECONDS in which the background does not wait: a server that is never idle still gets a share
+of its time (1 s in every 6) for the runs it has to prepare.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from contextlib import contextmanager
 
 QUIET_SECONDS = 0.3  # after the last response: the browser parses and paints it
 MAX_WAIT_SECONDS = 5.0  # one wait at most: background work is slowed under load, never stopped
+FREE_RUN_SECONDS = 1.0  # after a wait that reached its cap: background work goes on without waiting
 
 _state = threading.Condition()
 _in_flight = 0
@@ -59,11 +61,14 @@ def give_way(max_wait: float = MAX_WAIT_SECONDS) -> float:
     if not getattr(_local, "background", False):
         return 0.0
     started = time.monotonic()
+    if started < getattr(_local, "free_until", 0.0):
+        return 0.0
     deadline = started + max_wait
     with _state:
         while True:
             now = time.monotonic()
-            if now >= deadline:
+            if now >= deadline:  # waited the whole cap: a busy server's background gets its share now
+                _local.free_until = now + FREE_RUN_SECONDS
                 break
             if _in_flight == 0:
                 quiet_until = _last_answer + QUIET_SECONDS

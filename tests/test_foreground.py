@@ -45,13 +45,22 @@ def test_background_work_waits_for_the_request_in_flight_then_goes_on():
     assert not thread.is_alive() and len(results) == 1
 
 
-def test_the_wait_is_capped_under_constant_load():
+def test_the_wait_is_capped_under_constant_load_and_then_the_background_gets_its_turn(monkeypatch):
+    monkeypatch.setattr(foreground, "FREE_RUN_SECONDS", 600.0)
     results: list[float] = []
     started = threading.Event()
+
+    def work() -> None:
+        with foreground.background():
+            started.set()
+            results.append(foreground.give_way(0.05))  # gives up waiting: the request never ends
+            results.append(foreground.give_way(60))  # then runs on without waiting, for a while
+
     with foreground.answering():
-        thread = _background_waiter(results, started, max_wait=0.05)
-        thread.join(10)
-        assert not thread.is_alive() and len(results) == 1  # gave up waiting, still inside the request
+        thread = threading.Thread(target=work, daemon=True)
+        thread.start()
+        thread.join(30)
+        assert not thread.is_alive() and len(results) == 2 and results[0] > 0 and results[1] == 0.0
 
 
 def test_the_middleware_counts_page_reads_but_not_uploads(tmp_path, monkeypatch):
