@@ -47,8 +47,6 @@ _USABLE_JS = """() => new Promise(resolve => {
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', done); else done();
 })"""
 _METRICS = ("TaskDuration", "ScriptDuration", "RecalcStyleDuration", "LayoutDuration", "Nodes")
-
-
 HISTORY_RUNS = 2_000
 
 
@@ -141,8 +139,8 @@ def measure_visits(workdir: Path, visits: int = 3) -> dict:
         median = {key: statistics.median(run[key] for run in ok if run.get(key) is not None)
                   for key in ok[0] if isinstance(ok[0][key], (int, float)) and ok[0][key] is not None}
         median["usable_range_ms"] = [min(run["usable_ms"] for run in ok), max(run["usable_ms"] for run in ok)]
-        median["usable_all_ms"] = [round(run["usable_ms"]) for run in runs if "error" not in run]  # round by round
-        median["server_all_ms"] = [round(run["server_ms"]) for run in runs if "error" not in run]
+        median["usable_all_ms"] = [round(run["usable_ms"]) for run in ok]  # round by round
+        median["server_all_ms"] = [round(run["server_ms"]) for run in ok]
         median["status"] = ok[0]["status"]
         median["visits"] = len(ok)
         out["pages"][name] = median
