@@ -128,9 +128,17 @@ def measure_visits(workdir: Path, visits: int = 3) -> dict:
                     for name, path in pages.items():
                         print(f"bench: first visit: {name} ...", file=sys.stderr, flush=True)
                         samples[name].append(_visit(browser, base + path))
+            slowest = max(pages, key=lambda name: statistics.median(
+                [run["usable_ms"] for run in samples[name] if "error" not in run] or [0]))
+            with server.serve(f"sqlite:///{db}", db.parent) as (base, _log):  # where its browser time goes
+                _visit(browser, base + "/")
+                try:
+                    profile = {"page": slowest, **_profile(browser, base + pages[slowest])}
+                except Exception as error:  # noqa: BLE001 - the visits above are kept
+                    profile = {"page": slowest, "error": f"{type(error).__name__}: {str(error)[:200]}"}
         finally:
             browser.close()
-    out = {"pages": {}, "urls": pages, "history_runs": HISTORY_RUNS}
+    out = {"pages": {}, "urls": pages, "history_runs": HISTORY_RUNS, "profile": profile}
     for name, runs in samples.items():
         ok = [run for run in runs if "error" not in run]
         if not ok:
@@ -165,6 +173,44 @@ def _visit(browser, url: str) -> dict:
         context.close()
 
 
+_TRACED = ("ParseHTML", "ParseAuthorStyleSheet", "EvaluateScript", "v8.compile", "v8.compileModule", "FunctionCall",
+           "RunMicrotasks", "TimerFire", "EventDispatch", "UpdateLayoutTree", "Layout", "PrePaint", "Paint",
+           "Layerize", "HitTest")
+
+
+def _profile(browser, url: str) -> dict:
+    """One first visit under Chromium's tracing: the renderer main thread's busy time (its RunTask
+    events) and, inclusive (nested events count in their parents too), the time of each kind of work."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    browser.start_tracing(page=page, categories=["devtools.timeline", "v8.execute",
+                                                 "disabled-by-default-devtools.timeline"])  # RunTask
+    try:
+        page.goto(url, wait_until="commit", timeout=120_000)
+        usable = page.evaluate(_USABLE_JS)["usable_ms"]
+    finally:
+        trace = json.loads(browser.stop_tracing())
+        context.close()
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    renderers = {(e["pid"], e["tid"]) for e in events
+                 if e.get("name") == "thread_name" and e.get("args", {}).get("name") == "CrRendererMain"}
+    busy: dict[tuple, float] = {}
+    by_kind: dict[tuple, dict[str, float]] = {}
+    for event in events:
+        thread = (event.get("pid"), event.get("tid"))
+        if thread not in renderers or event.get("ph") != "X":
+            continue
+        if event.get("name") == "RunTask":
+            busy[thread] = busy.get(thread, 0.0) + event.get("dur", 0) / 1000
+        elif event.get("name") in _TRACED:
+            kinds = by_kind.setdefault(thread, {})
+            kinds[event["name"]] = kinds.get(event["name"], 0.0) + event.get("dur", 0) / 1000
+    main = max(busy, key=busy.get) if busy else None  # the page's renderer: the busiest
+    kinds = sorted((by_kind.get(main) or {}).items(), key=lambda item: -item[1])
+    return {"usable_ms": usable, "main_thread_ms": round(busy.get(main, 0.0), 1),
+            "inclusive_ms": {name: round(ms, 1) for name, ms in kinds}}
+
+
 def table_rows(result: dict | None) -> list[tuple[str, str, str, str]]:
     if not result:
         return []
@@ -186,6 +232,17 @@ def table_rows(result: dict | None) -> list[tuple[str, str, str, str]]:
              f"{page['cdp_TaskDuration'] * 1000:.0f} / {page['cdp_ScriptDuration'] * 1000:.0f} / "
              f"{page['cdp_RecalcStyleDuration'] * 1000:.0f} / {page['cdp_LayoutDuration'] * 1000:.0f} ms"),
             "", f"≤ {TARGET_S:g} s",
+        ))
+    profile = result.get("profile")
+    if profile and "error" in profile:
+        rows.append((f"traced first visit of the slowest page ({profile['page']})", f"failed: {profile['error']}", "", ""))
+    elif profile:
+        rows.append((
+            (f"where the browser's time goes: one traced first visit of the slowest page ({profile['page']}); "
+             "renderer main thread busy; inclusive time per kind of work"),
+            (f"{profile['usable_ms'] / 1000:.2f} s usable; {profile['main_thread_ms']:.0f} ms busy; "
+             + ", ".join(f"{name} {ms:.0f} ms" for name, ms in list(profile["inclusive_ms"].items())[:8])),
+            "", "",
         ))
     return rows
 
