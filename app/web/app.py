@@ -119,11 +119,11 @@ def create_app(settings: Settings | None = None, background: bool = True) -> Fas
     # Innermost: cached pages are answered before routing, once AuthMiddleware has let the reader in.
     app.add_middleware(CachedPageMiddleware)
     app.add_middleware(AuthMiddleware)
+    app.add_middleware(InFlightMiddleware)  # the background rounds wait while pages are being answered
     # Snapshot pages of huge IR are tens of MB of HTML; level 1 costs little and shrinks them ~10x.
     app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=1)
     # Outermost of ours: its headers go on every response (a 500 gets them from server_error).
     app.add_middleware(SecurityMiddleware)
-    app.add_middleware(InFlightMiddleware)  # the background rounds wait while pages are being answered
     app.state.limits = settings.limits()
     app.state.disassembler = find_disassembler(settings.sass_disassembler)  # looked for once, not per upload
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
